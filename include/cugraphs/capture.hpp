@@ -1,0 +1,470 @@
+// Graph (capture, instantiate, replay), CaptureScope and capture(): the core of cugraphs.
+#pragma once
+
+#include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_context.hpp>
+#include <cugraphs/detail/device.hpp>
+#include <cugraphs/error.hpp>
+#include <cugraphs/memory.hpp>
+#include <cugraphs/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace cugraphs {
+
+/// Which CUDA calls a capture forbids, and on which threads (cudaStreamCaptureMode).
+/// Global: unsafe calls (cudaMalloc, synchronous copies, synchronizes) are refused on every
+/// thread; ThreadLocal: only on the capturing thread; Relaxed: nowhere.
+enum class CaptureMode { Global, ThreadLocal, Relaxed };
+
+/// How a capture begins. The defaults capture on this thread's capture_stream() of the
+/// current device, into a fresh private pool, in Global mode.
+struct CaptureOptions {
+  std::optional<PoolHandle> pool;  ///< none: a fresh private pool
+  CaptureMode mode = CaptureMode::Global;
+  cudaStream_t stream = nullptr;  ///< nullptr: capture_stream(current device)
+};
+
+namespace detail {
+
+[[nodiscard]] constexpr cudaStreamCaptureMode to_cuda(CaptureMode m) noexcept {
+  switch (m) {
+    case CaptureMode::ThreadLocal: return cudaStreamCaptureModeThreadLocal;
+    case CaptureMode::Relaxed: return cudaStreamCaptureModeRelaxed;
+    default: return cudaStreamCaptureModeGlobal;
+  }
+}
+
+[[nodiscard]] constexpr std::string_view name(CaptureMode m) noexcept {
+  switch (m) {
+    case CaptureMode::ThreadLocal: return "ThreadLocal";
+    case CaptureMode::Relaxed: return "Relaxed";
+    default: return "Global";
+  }
+}
+
+[[nodiscard]] constexpr std::string_view node_type_name(cudaGraphNodeType t) noexcept {
+  switch (t) {
+    case cudaGraphNodeTypeKernel: return "kernel";
+    case cudaGraphNodeTypeMemcpy: return "memcpy";
+    case cudaGraphNodeTypeMemset: return "memset";
+    case cudaGraphNodeTypeHost: return "host function";
+    case cudaGraphNodeTypeGraph: return "child graph";
+    case cudaGraphNodeTypeEmpty: return "empty";
+    case cudaGraphNodeTypeWaitEvent: return "event wait";
+    case cudaGraphNodeTypeEventRecord: return "event record";
+    case cudaGraphNodeTypeExtSemaphoreSignal: return "external semaphore signal";
+    case cudaGraphNodeTypeExtSemaphoreWait: return "external semaphore wait";
+    case cudaGraphNodeTypeMemAlloc: return "memory allocation";
+    case cudaGraphNodeTypeMemFree: return "memory free";
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+    case cudaGraphNodeTypeConditional: return "conditional";
+#endif
+    default: return "unknown";
+  }
+}
+
+// Why cudaGraphInstantiateWithParams failed, in words.
+[[nodiscard]] inline std::string instantiate_failure(cudaError_t e, const cudaGraphInstantiateParams& p) {
+  std::string why;
+  switch (p.result_out) {
+    case cudaGraphInstantiateInvalidStructure:
+      why = "the graph's structure is invalid (for example it has a cycle)";
+      break;
+    case cudaGraphInstantiateNodeOperationNotSupported:
+      why = "a node's operation is not supported by this kind of instantiation";
+      break;
+    case cudaGraphInstantiateMultipleDevicesNotSupported:
+      why = "the graph's nodes belong to more than one device";
+      break;
+    case cudaGraphInstantiateConditionalHandleUnused:
+      why = "a conditional handle was created but no conditional node uses it";
+      break;
+    default:
+      why = fmt::format("{} ({})", cudaGetErrorName(e), cudaGetErrorString(e));
+      break;
+  }
+  if (p.errNode_out != nullptr) {
+    cudaGraphNodeType t{};
+    if (cudaGraphNodeGetType(p.errNode_out, &t) == cudaSuccess)
+      why += fmt::format("; the failing node is a {} node", node_type_name(t));
+  }
+  return fmt::format("cugraphs: Graph::instantiate (cudaGraphInstantiateWithParams) failed: {}.{}",
+                     why, error_hint(e));
+}
+
+// Owns a cudaGraph_t; shared so that export_dot can still write the most recently
+// completed capture after its Graph was reset.
+struct NativeGraph {
+  cudaGraph_t graph;
+  explicit NativeGraph(cudaGraph_t g) noexcept : graph(g) {}
+  ~NativeGraph() { report_in_destructor(cudaGraphDestroy(graph), "cudaGraphDestroy"); }
+  NativeGraph(const NativeGraph&) = delete;
+  NativeGraph& operator=(const NativeGraph&) = delete;
+};
+
+class LastCapture {
+public:
+  static LastCapture& instance() {
+    static auto* last = new LastCapture;  // never destroyed: no CUDA call after the runtime's teardown
+    return *last;
+  }
+  void set(std::shared_ptr<NativeGraph> g) {
+    std::lock_guard lock(m_);
+    graph_ = std::move(g);
+  }
+  [[nodiscard]] std::shared_ptr<NativeGraph> get() {
+    std::lock_guard lock(m_);
+    return graph_;
+  }
+
+private:
+  std::mutex m_;
+  std::shared_ptr<NativeGraph> graph_;
+};
+
+inline void write_dot(cudaGraph_t g, const std::string& path, std::string_view op) {
+  check(cudaGraphDebugDotPrint(g, path.c_str(), cudaGraphDebugDotFlagsVerbose),
+        fmt::format("{}: cudaGraphDebugDotPrint to '{}'", op, path));
+}
+
+}  // namespace detail
+
+/// A captured CUDA graph and its executable. RAII and move-only: destroying it resets it.
+/// A Graph captures once; reset() empties it for another capture.
+class Graph {
+public:
+  Graph() noexcept = default;
+  ~Graph() { reset_noexcept(); }
+
+  Graph(Graph&& o) noexcept { take(o); }
+  Graph& operator=(Graph&& o) noexcept {
+    if (this != &o) {
+      reset_noexcept();
+      take(o);
+    }
+    return *this;
+  }
+  Graph(const Graph&) = delete;
+  Graph& operator=(const Graph&) = delete;
+
+  /// Begins capturing on opts.stream (default: capture_stream() of the current device) into
+  /// opts.pool (default: a fresh private pool). Until capture_end, DeviceBuffers made on
+  /// this thread draw from that pool.
+  void capture_begin(const CaptureOptions& opts = {}) {
+    constexpr std::string_view op = "Graph::capture_begin";
+    if (capture_)
+      detail::throw_misuse(op, "this graph is already capturing; call capture_end() (or "
+                               "capture_abort()) before beginning another capture");
+    if (graph_)
+      detail::throw_misuse(op, "this graph already holds a captured graph; call reset() "
+                               "before capturing again");
+    const int device = detail::current_device();
+    if (opts.pool && opts.pool->device() != device)
+      detail::throw_misuse(op, "the pool (id {}) belongs to device {} but device {} is current; "
+                               "make the pool's device current, or use a pool of this device",
+                           opts.pool->id(), opts.pool->device(), device);
+    if (opts.stream == cudaStreamLegacy)
+      throw Error(cudaErrorStreamCaptureImplicit,
+                  fmt::format("cugraphs: {}: the legacy default stream cannot capture. Remedy: leave "
+                              "CaptureOptions::stream null to capture on capture_stream(), or pass "
+                              "a Stream you created",
+                              op));
+    const cudaStream_t stream = opts.stream != nullptr ? opts.stream : capture_stream(device);
+    int stream_device = device;
+    detail::check(cudaStreamGetDevice(stream, &stream_device),
+                  fmt::format("{}: cudaStreamGetDevice (is the stream alive?)", op));
+    if (stream_device != device)
+      detail::throw_misuse(op, "the stream belongs to device {} but device {} is current; make "
+                               "the stream's device current before capturing",
+                           stream_device, device);
+    if (cugraphs::is_capturing(stream))
+      detail::throw_misuse(op, "the stream is already capturing (captures cannot nest on one "
+                               "stream); end that capture first, or capture on another stream");
+
+    auto pool = opts.pool ? opts.pool->impl() : std::make_shared<detail::Pool>(device);
+    auto ctx = std::make_unique<detail::CaptureContext>(
+        detail::CaptureContext{pool, detail::next_capture_id(), stream, detail::to_cuda(opts.mode)});
+    pool->begin_capture(ctx->id);
+    if (const cudaError_t e = cudaStreamBeginCapture(stream, ctx->mode); e != cudaSuccess) {
+      pool->end_capture(ctx->id);
+      (void)cudaGetLastError();
+      detail::throw_cuda(e, fmt::format("{} (cudaStreamBeginCapture)", op), detail::name(opts.mode));
+    }
+    detail::tls_captures.push_back(ctx.get());
+    pool->attach_graph();
+    pool_ = std::move(pool);
+    capture_ = std::move(ctx);
+    mode_ = opts.mode;
+    device_ = device;
+    moved_from_ = false;
+  }
+
+  /// Ends the capture, instantiates the graph and uploads it: the one-time costs are paid
+  /// here, not on the first replay. On failure (an invalidated capture, unjoined work) the
+  /// graph is left empty and reusable, and the Error says why.
+  void capture_end() {
+    constexpr std::string_view op = "Graph::capture_end";
+    if (!capture_) detail::throw_misuse(op, "no capture is open on this graph; call capture_begin() first");
+    if (detail::innermost_capture() != capture_.get())
+      detail::throw_misuse(op, "this capture is not the innermost capture open on this thread; end "
+                               "captures on the thread that began them, innermost first");
+    cudaGraph_t g = nullptr;
+    const cudaError_t e = cudaStreamEndCapture(capture_->stream, &g);
+    const cudaStream_t stream = capture_->stream;
+    close_capture();
+    if (e != cudaSuccess || g == nullptr) {
+      if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
+      (void)cudaGetLastError();
+      release_pool();
+      detail::throw_cuda(e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated,
+                         fmt::format("{} (cudaStreamEndCapture)", op), detail::name(mode_));
+    }
+    graph_ = std::make_shared<detail::NativeGraph>(g);
+    upload_stream_ = stream;
+    detail::LastCapture::instance().set(graph_);
+    instantiate();
+  }
+
+  /// Ends an open capture and discards it: the stream stops capturing and the graph is
+  /// empty and reusable. Does nothing when no capture is open.
+  void capture_abort() noexcept {
+    if (!capture_) return;
+    cudaGraph_t g = nullptr;
+    (void)cudaStreamEndCapture(capture_->stream, &g);
+    if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
+    (void)cudaGetLastError();  // the capture's own failure is the caller's business
+    close_capture();
+    release_pool();
+  }
+
+  /// Instantiates and uploads the captured graph; does nothing once instantiated.
+  void instantiate() {
+    constexpr std::string_view op = "Graph::instantiate";
+    if (exec_ != nullptr) return;
+    if (!graph_) not_replayable(op);
+    detail::DeviceGuard on(device_);
+    cudaGraphInstantiateParams params{};
+    params.flags = cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUpload;
+    params.uploadStream = upload_stream_;
+    cudaGraphExec_t exec = nullptr;
+    const cudaError_t e = cudaGraphInstantiateWithParams(&exec, graph_->graph, &params);
+    if (e != cudaSuccess || params.result_out != cudaGraphInstantiateSuccess) {
+      (void)cudaGetLastError();
+      throw Error(e != cudaSuccess ? e : cudaErrorInvalidValue, detail::instantiate_failure(e, params));
+    }
+    if (const cudaError_t s = cudaStreamSynchronize(upload_stream_); s != cudaSuccess) {
+      detail::report_in_destructor(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+      detail::throw_cuda(s, fmt::format("{}: waiting for the upload (cudaStreamSynchronize)", op));
+    }
+    exec_ = exec;
+  }
+
+  /// Launches the executable on this thread's current_stream().
+  void replay() { replay(current_stream()); }
+
+  /// Launches the executable on `stream`, ordered after the work already queued there.
+  void replay(cudaStream_t stream) {
+    if (exec_ == nullptr) [[unlikely]]
+      not_replayable("Graph::replay");
+    if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
+      detail::throw_cuda(e, "Graph::replay (cudaGraphLaunch)");
+  }
+
+  /// Destroys the executable and the graph and lets go of the pool (whose memory returns
+  /// to the device once nothing else holds it). An open capture is aborted. The graph can
+  /// capture again afterwards.
+  void reset() {
+    capture_abort();
+    destroy_exec_and_graph();
+    release_pool();
+    moved_from_ = false;
+  }
+
+  /// The id of the pool this graph captured into.
+  [[nodiscard]] std::uint64_t pool_id() const { return pool().id(); }
+
+  /// The pool this graph captured into; pass it to another capture to share its memory.
+  [[nodiscard]] PoolHandle pool() const {
+    if (!pool_) not_replayable("Graph::pool");
+    return PoolHandle(pool_);
+  }
+
+  [[nodiscard]] cudaGraph_t native_graph() const noexcept { return graph_ ? graph_->graph : nullptr; }
+  [[nodiscard]] cudaGraphExec_t native_exec() const noexcept { return exec_; }
+  [[nodiscard]] bool is_capturing() const noexcept { return capture_ != nullptr; }
+  [[nodiscard]] bool is_instantiated() const noexcept { return exec_ != nullptr; }
+  [[nodiscard]] CaptureMode mode() const noexcept { return mode_; }
+  /// The stream of the open capture (nullptr when not capturing).
+  [[nodiscard]] cudaStream_t capturing_stream() const noexcept {
+    return capture_ ? capture_->stream : nullptr;
+  }
+
+  /// Lets debug_dump write this graph.
+  void enable_debug_mode() noexcept { debug_ = true; }
+
+  /// Writes the captured graph as a Graphviz DOT file (needs enable_debug_mode()).
+  void debug_dump(const std::string& path) const {
+    constexpr std::string_view op = "Graph::debug_dump";
+    if (!debug_)
+      detail::throw_misuse(op, "debug mode is off; call enable_debug_mode() first");
+    if (!graph_) not_replayable(op);
+    detail::write_dot(graph_->graph, path, op);
+  }
+
+private:
+  [[noreturn]] void not_replayable(std::string_view op) const {
+    if (moved_from_)
+      detail::throw_misuse(op, "this Graph was moved from; use the Graph it was moved to, or "
+                               "capture into this one again");
+    if (capture_)
+      detail::throw_misuse(op, "the graph is still capturing; call capture_end() first");
+    if (graph_)
+      detail::throw_misuse(op, "the graph was captured but is not instantiated (instantiation "
+                               "failed); call instantiate() or reset()");
+    detail::throw_misuse(op, "nothing has been captured into this graph; capture it first "
+                             "(capture_begin/capture_end, CaptureScope or capture())");
+  }
+
+  // Pops the open capture from this thread's record and closes it on the pool.
+  void close_capture() noexcept {
+    std::erase(detail::tls_captures, capture_.get());
+    capture_->pool->end_capture(capture_->id);
+    capture_.reset();
+    detail::DeferredFrees::instance().drain();
+  }
+
+  void release_pool() noexcept {
+    if (!pool_) return;
+    pool_->detach_graph();
+    pool_.reset();
+  }
+
+  void destroy_exec_and_graph() noexcept {
+    if (exec_ != nullptr) {
+      detail::report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
+      exec_ = nullptr;
+      // Memory of graph allocation nodes goes back to the device too, not only to the
+      // graph memory pool.
+      std::size_t graph_mem = 0;
+      if (cudaDeviceGetGraphMemAttribute(device_, cudaGraphMemAttrReservedMemCurrent, &graph_mem) ==
+              cudaSuccess &&
+          graph_mem != 0)
+        detail::report_in_destructor(cudaDeviceGraphMemTrim(device_), "cudaDeviceGraphMemTrim");
+    }
+    graph_.reset();
+  }
+
+  void reset_noexcept() noexcept {
+    capture_abort();
+    destroy_exec_and_graph();
+    release_pool();
+  }
+
+  void take(Graph& o) noexcept {
+    exec_ = std::exchange(o.exec_, nullptr);
+    graph_ = std::move(o.graph_);
+    pool_ = std::move(o.pool_);
+    capture_ = std::move(o.capture_);
+    upload_stream_ = o.upload_stream_;
+    mode_ = o.mode_;
+    device_ = o.device_;
+    debug_ = o.debug_;
+    moved_from_ = false;
+    o.moved_from_ = true;
+  }
+
+  cudaGraphExec_t exec_ = nullptr;  // first: the replay path reads only this
+  std::shared_ptr<detail::NativeGraph> graph_;
+  std::shared_ptr<detail::Pool> pool_;
+  std::unique_ptr<detail::CaptureContext> capture_;  // set while capturing
+  cudaStream_t upload_stream_ = nullptr;
+  CaptureMode mode_ = CaptureMode::Global;
+  int device_ = 0;
+  bool debug_ = false;
+  bool moved_from_ = false;
+};
+
+/// Captures for the lifetime of a scope. Inside it, current_stream() is the capture
+/// stream. The normal end of the scope ends the capture and instantiates (prefer end(),
+/// which reports failures as an ordinary throw). If an exception leaves the scope, the
+/// capture is aborted: the partial graph is discarded, the stream stops capturing, the
+/// graph stays empty and reusable, and the original exception propagates.
+class CaptureScope {
+public:
+  explicit CaptureScope(Graph& graph, const CaptureOptions& opts = {})
+      : graph_(&graph), uncaught_(std::uncaught_exceptions()) {
+    graph.capture_begin(opts);
+    previous_stream_ = std::exchange(detail::tls_current_stream, graph.capturing_stream());
+  }
+
+  ~CaptureScope() noexcept(false) {
+    if (!open_) return;
+    if (std::uncaught_exceptions() > uncaught_) {
+      abort();
+    } else {
+      end();
+    }
+  }
+
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+
+  /// The capture stream: launch the work to capture here.
+  [[nodiscard]] cudaStream_t stream() const noexcept { return graph_->capturing_stream(); }
+  [[nodiscard]] Graph& graph() const noexcept { return *graph_; }
+  [[nodiscard]] PoolHandle pool() const { return graph_->pool(); }
+
+  /// Ends the capture and instantiates now. After a failure the scope is closed and the
+  /// graph empty and reusable.
+  void end() {
+    if (!open_) detail::throw_misuse("CaptureScope::end", "the scope has already ended");
+    restore();
+    graph_->capture_end();
+  }
+
+  /// Aborts the capture now: the partial graph is discarded and the graph left empty.
+  void abort() noexcept {
+    if (!open_) return;
+    restore();
+    graph_->capture_abort();
+  }
+
+private:
+  void restore() noexcept {
+    open_ = false;
+    detail::tls_current_stream = previous_stream_;
+  }
+
+  Graph* graph_;
+  cudaStream_t previous_stream_ = nullptr;
+  int uncaught_;
+  bool open_ = true;
+};
+
+/// Captures `fn(stream)` into `graph` and instantiates it; exception-safe like CaptureScope.
+template <class F>
+void capture(Graph& graph, F&& fn, const CaptureOptions& opts = {}) {
+  CaptureScope scope(graph, opts);
+  std::forward<F>(fn)(scope.stream());
+  scope.end();
+}
+
+/// Writes the most recently completed capture (on any thread) as a Graphviz DOT file.
+inline void export_dot(const std::string& path) {
+  const auto g = detail::LastCapture::instance().get();
+  if (!g) detail::throw_misuse("export_dot", "no capture has completed yet");
+  detail::write_dot(g->graph, path, "export_dot");
+}
+
+}  // namespace cugraphs

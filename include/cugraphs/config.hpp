@@ -1,0 +1,29 @@
+// cugraphs configuration: the version, the CUDA toolkit gates and the macros every header
+// relies on. Every toolkit-version test in the library goes through CUGRAPHS_CTK_AT_LEAST.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#define CUGRAPHS_VERSION_MAJOR 0
+#define CUGRAPHS_VERSION_MINOR 1
+#define CUGRAPHS_VERSION_PATCH 0
+
+/// True when the CUDA runtime headers in use are at least version major.minor.
+#define CUGRAPHS_CTK_AT_LEAST(major, minor) (CUDART_VERSION >= ((major) * 1000 + (minor) * 10))
+
+#if !CUGRAPHS_CTK_AT_LEAST(12, 3)
+#  error "cugraphs needs the CUDA toolkit 12.3 or newer (graph edge data and capture-to-graph APIs)"
+#endif
+
+/// Conditional graph nodes: If and While since 12.4, IfElse and Switch since 12.8.
+#define CUGRAPHS_HAS_CONDITIONAL_NODES CUGRAPHS_CTK_AT_LEAST(12, 4)
+#define CUGRAPHS_HAS_CONDITIONAL_ELSE_SWITCH CUGRAPHS_CTK_AT_LEAST(12, 8)
+
+// CUDA 13 added an edge-data parameter to the capture-info functions.
+#define CUGRAPHS_CAPTURE_INFO_HAS_EDGES CUGRAPHS_CTK_AT_LEAST(13, 0)
+
+#if defined(__CUDACC__)
+#  define CUGRAPHS_HOST_DEVICE __host__ __device__
+#else
+#  define CUGRAPHS_HOST_DEVICE
+#endif

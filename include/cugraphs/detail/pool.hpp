@@ -1,0 +1,134 @@
+// The graph-private memory pool behind PoolHandle: device segments from cudaMalloc, carved
+// by BlockAllocator, returned to the device when the pool dies.
+#pragma once
+
+#include <cugraphs/detail/block_allocator.hpp>
+#include <cugraphs/detail/device.hpp>
+#include <cugraphs/error.hpp>
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+namespace cugraphs::detail {
+
+class Pool {
+public:
+  explicit Pool(int device) : id_(next_id()), device_(device) {}
+  Pool(const Pool&) = delete;
+  Pool& operator=(const Pool&) = delete;
+
+  ~Pool() {
+    // Every block is back (buffers and graphs hold the pool alive), so all segments go.
+    const auto bases = blocks_.segment_bases();
+    if (bases.empty()) return;
+    try {
+      DeviceGuard on(device_);
+      RelaxedCaptureMode relaxed;
+      for (void* p : bases) report_in_destructor(cudaFree(p), "cudaFree (releasing a pool segment)");
+    } catch (const Error& e) {
+      report_in_destructor(e.code(), "releasing a graph pool");
+    }
+  }
+
+  [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
+  [[nodiscard]] int device() const noexcept { return device_; }
+
+  [[nodiscard]] std::size_t reserved_bytes() const {
+    std::lock_guard lock(m_);
+    return blocks_.reserved_bytes();
+  }
+  [[nodiscard]] std::size_t allocated_bytes() const {
+    std::lock_guard lock(m_);
+    return blocks_.allocated_bytes();
+  }
+  [[nodiscard]] std::size_t segment_count() const {
+    std::lock_guard lock(m_);
+    return blocks_.segment_count();
+  }
+
+  // Hands out `bytes` (rounded up to the block alignment) for capture `capture` on `stream`.
+  [[nodiscard]] Block* allocate(std::size_t bytes, std::uint64_t capture, cudaStream_t stream) {
+    const std::size_t size = round_up(bytes == 0 ? 1 : bytes, kBlockAlignment);
+    const BlockTag tag{capture, stream};
+    std::lock_guard lock(m_);
+    if (Block* b = blocks_.allocate(size, tag, open_)) return b;
+    add_segment(size);
+    return blocks_.allocate(size, tag, open_);
+  }
+
+  void free(Block* b) noexcept {
+    std::lock_guard lock(m_);
+    blocks_.free(b, open_);
+  }
+
+  void begin_capture(std::uint64_t capture) {
+    std::lock_guard lock(m_);
+    open_.push_back(capture);
+  }
+  void end_capture(std::uint64_t capture) noexcept {
+    std::lock_guard lock(m_);
+    std::erase(open_, capture);
+    blocks_.coalesce(open_);
+  }
+
+  // Graphs captured into the pool may still touch its free blocks on replay, so segments
+  // are only given back early (trim) while no graph refers to the pool.
+  void attach_graph() noexcept { graphs_.fetch_add(1, std::memory_order_relaxed); }
+  void detach_graph() noexcept { graphs_.fetch_sub(1, std::memory_order_relaxed); }
+  [[nodiscard]] int graph_count() const noexcept { return graphs_.load(std::memory_order_relaxed); }
+
+  // Gives fully free segments back to the device; only possible while no graph refers to
+  // the pool. Returns the bytes released.
+  std::size_t trim() {
+    if (graph_count() != 0) return 0;
+    std::lock_guard lock(m_);
+    return release_free_segments();
+  }
+
+private:
+  static std::uint64_t next_id() noexcept {
+    static std::atomic<std::uint64_t> counter{0};
+    return ++counter;
+  }
+
+  // m_ held.
+  void add_segment(std::size_t size) {
+    const std::size_t bytes = round_up(size, kSegmentGranularity);
+    DeviceGuard on(device_);
+    RelaxedCaptureMode relaxed;  // cudaMalloc is not captured, but would invalidate a Global capture
+    void* p = nullptr;
+    cudaError_t e = cudaMalloc(&p, bytes);
+    if (e == cudaErrorMemoryAllocation && graph_count() == 0 && release_free_segments() != 0) {
+      (void)cudaGetLastError();
+      e = cudaMalloc(&p, bytes);
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();  // an allocation failure must not linger as the thread's last error
+      throw_cuda(e, fmt::format("graph pool {}: cudaMalloc of a {} byte segment", id_, bytes));
+    }
+    blocks_.add_segment(p, bytes);
+  }
+
+  // m_ held.
+  std::size_t release_free_segments() {
+    const std::size_t before = blocks_.reserved_bytes();
+    const auto bases = blocks_.take_free_segments(open_);
+    if (!bases.empty()) {
+      DeviceGuard on(device_);
+      RelaxedCaptureMode relaxed;
+      for (void* p : bases) check(cudaFree(p), "cudaFree (releasing a pool segment)");
+    }
+    return before - blocks_.reserved_bytes();
+  }
+
+  const std::uint64_t id_;
+  const int device_;
+  mutable std::mutex m_;
+  BlockAllocator blocks_;
+  std::vector<std::uint64_t> open_;  // captures into this pool that are still open
+  std::atomic<int> graphs_{0};
+};
+
+}  // namespace cugraphs::detail

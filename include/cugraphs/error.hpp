@@ -1,0 +1,173 @@
+// cugraphs::Error and the one path that checks CUDA results and words their messages.
+#pragma once
+
+#include <cugraphs/config.hpp>
+
+#include <cuda_runtime_api.h>
+#include <fmt/format.h>
+
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace cugraphs {
+
+/// The one exception type cugraphs throws. code() is the CUDA error behind it, or
+/// cudaSuccess when cugraphs itself detected misuse (replay before capture, a size
+/// mismatch, ...). The message names the operation and, for the errors people meet
+/// while capturing, the likely cause and the remedy.
+class Error : public std::runtime_error {
+public:
+  Error(cudaError_t code, const std::string& message) : std::runtime_error(message), code_(code) {}
+  explicit Error(const std::string& message) : Error(cudaSuccess, message) {}
+
+  /// The CUDA error that caused this, or cudaSuccess for misuse detected by cugraphs.
+  [[nodiscard]] cudaError_t code() const noexcept { return code_; }
+
+private:
+  cudaError_t code_;
+};
+
+namespace detail {
+
+// Errors after which the CUDA context is unusable: every later call fails the same way.
+[[nodiscard]] constexpr bool is_sticky(cudaError_t e) noexcept {
+  switch (e) {
+    case cudaErrorIllegalAddress:
+    case cudaErrorLaunchFailure:
+    case cudaErrorIllegalInstruction:
+    case cudaErrorMisalignedAddress:
+    case cudaErrorInvalidAddressSpace:
+    case cudaErrorInvalidPc:
+    case cudaErrorHardwareStackError:
+    case cudaErrorAssert:
+    case cudaErrorLaunchTimeout:
+    case cudaErrorECCUncorrectable:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Cause and remedy for a CUDA error. `mode` names the capture mode in force, when known.
+[[nodiscard]] inline std::string error_hint(cudaError_t e, std::string_view mode = {}) {
+  const std::string in_mode =
+      mode.empty() ? std::string{} : fmt::format(" (the capture ran in CaptureMode::{})", mode);
+  switch (e) {
+    case cudaErrorStreamCaptureUnsupported:
+      return fmt::format(
+          " Likely cause: a call that is not allowed while a stream is capturing (an unsafe call "
+          "such as cudaMalloc, cudaFree, a synchronous cudaMemcpy/cudaMemset, "
+          "cudaStreamSynchronize, cudaDeviceSynchronize or cudaEventQuery){}; CaptureMode::Global "
+          "forbids these on every thread, CaptureMode::ThreadLocal on the capturing thread. "
+          "Remedy: make the call before capture_begin (allocate with DeviceBuffer, which draws "
+          "from the capture's pool), or capture with CaptureMode::Relaxed.",
+          in_mode);
+    case cudaErrorStreamCaptureInvalidated:
+      return fmt::format(
+          " Likely cause: an earlier call during the capture failed and invalidated it, most "
+          "often an unsafe call (cudaMalloc, a synchronous copy, a synchronize){} or work issued "
+          "to the legacy default stream. Remedy: find the failing call (check every CUDA result "
+          "inside the capture), move unsafe calls before capture_begin or capture with "
+          "CaptureMode::Relaxed, and launch on the capture stream.",
+          in_mode);
+    case cudaErrorStreamCaptureMerge:
+      return " Likely cause: two independent captures were joined (a stream of one capture "
+             "waited on an event recorded in another). Remedy: keep each capture's streams and "
+             "events to itself.";
+    case cudaErrorStreamCaptureUnmatched:
+      return " Likely cause: the capture was ended on a stream that did not begin it. Remedy: "
+             "end the capture on the stream passed to capture_begin.";
+    case cudaErrorStreamCaptureUnjoined:
+      return " Likely cause: work forked from the capture stream onto another stream (an event "
+             "recorded on the capture stream and waited on elsewhere) was not joined back. "
+             "Remedy: record an event on every forked stream after its last captured work and "
+             "make the capture stream wait on it before the capture ends.";
+    case cudaErrorStreamCaptureIsolation:
+      return " Likely cause: a capturing stream waited on an event recorded outside the "
+             "capture. Remedy: record the event inside the capture, or wait on it before "
+             "capture_begin.";
+    case cudaErrorStreamCaptureImplicit:
+      return " Likely cause: work issued to the legacy default stream (a kernel launched with "
+             "<<<grid, block>>> and no stream, or stream 0) would depend on a capture, or a "
+             "capture was begun on the legacy default stream, which cannot capture. Remedy: "
+             "launch on the capture stream (CaptureScope::stream() or current_stream()).";
+    case cudaErrorCapturedEvent:
+      return " Likely cause: an event recorded in a capturing stream was queried or "
+             "synchronized. Remedy: query events only outside the capture.";
+    case cudaErrorStreamCaptureWrongThread:
+      return " Likely cause: the capture was ended on another thread than the one that began "
+             "it. Remedy: end it on the same thread, or capture with CaptureMode::Relaxed.";
+    case cudaErrorInvalidDevice:
+      return " Likely cause: a device index that does not exist, or an object used while "
+             "another device is current. Remedy: make the object's device current "
+             "(cudaSetDevice) before using it.";
+    case cudaErrorInvalidResourceHandle:
+      return " Likely cause: a stream, event or graph handle that was destroyed, or that "
+             "belongs to a device other than the current one. Remedy: use live handles of the "
+             "current device.";
+    case cudaErrorNoDevice:
+    case cudaErrorInsufficientDriver:
+      return " Likely cause: no usable CUDA device or driver on this machine.";
+    case cudaErrorMemoryAllocation:
+      return " Likely cause: the device is out of memory. Remedy: free buffers, reset graphs "
+             "you no longer replay, or share one pool between graphs.";
+    default:
+      if (is_sticky(e))
+        return " The CUDA context is lost: a kernel faulted, and every later CUDA call in this "
+               "process will fail the same way. Remedy: run the failing kernel under "
+               "compute-sanitizer to find the fault, and restart the process.";
+      return {};
+  }
+}
+
+// The message for a failed CUDA call.
+[[nodiscard]] inline std::string cuda_message(cudaError_t e, std::string_view operation,
+                                              std::string_view mode = {}) {
+  return fmt::format("cugraphs: {} failed: {} ({}).{}", operation, cudaGetErrorName(e),
+                     cudaGetErrorString(e), error_hint(e, mode));
+}
+
+[[noreturn]] inline void throw_cuda(cudaError_t e, std::string_view operation,
+                                    std::string_view mode = {}) {
+  throw Error(e, cuda_message(e, operation, mode));
+}
+
+// Misuse detected by cugraphs itself: code() is cudaSuccess.
+template <class... Args>
+[[noreturn]] void throw_misuse(std::string_view operation, fmt::format_string<Args...> text,
+                               Args&&... args) {
+  throw Error(fmt::format("cugraphs: {}: {}", operation,
+                          fmt::format(text, std::forward<Args>(args)...)));
+}
+
+inline void check(cudaError_t e, std::string_view operation) {
+  if (e != cudaSuccess) [[unlikely]]
+    throw_cuda(e, operation);
+}
+
+// Destructors cannot throw: a failure there is written to stderr, never dropped. Errors
+// that only mean the runtime is already torn down (static destruction at exit) are not
+// failures of the program and are not reported.
+inline void report_in_destructor(cudaError_t e, std::string_view operation) noexcept {
+  if (e == cudaSuccess || e == cudaErrorCudartUnloading || e == cudaErrorContextIsDestroyed)
+    return;
+  try {
+    fmt::print(stderr, "{} (in a destructor, which cannot throw)\n", cuda_message(e, operation));
+  } catch (...) {
+    std::fputs("cugraphs: a CUDA call failed in a destructor\n", stderr);
+  }
+}
+
+}  // namespace detail
+
+/// Throws cugraphs::Error (with cause and remedy where known) when `result` is an error.
+/// For users' own CUDA calls: `cugraphs::check(cudaMemsetAsync(...), "clear the histogram")`.
+inline void check(cudaError_t result, std::string_view what) { detail::check(result, what); }
+
+/// Throws cugraphs::Error when the last kernel launch on this thread failed to launch.
+inline void check_launch(std::string_view what) { detail::check(cudaGetLastError(), what); }
+
+}  // namespace cugraphs

@@ -1,0 +1,8 @@
+// The umbrella header: the whole cugraphs host API (and, under nvcc, its device helpers).
+#pragma once
+
+#include <cugraphs/config.hpp>
+#include <cugraphs/error.hpp>
+#include <cugraphs/stream.hpp>
+#include <cugraphs/memory.hpp>
+#include <cugraphs/capture.hpp>

@@ -1,0 +1,238 @@
+// Device memory: graph-private pools (PoolHandle), owning buffers (DeviceBuffer) and
+// non-owning views (DeviceSpan).
+#pragma once
+
+#include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_context.hpp>
+#include <cugraphs/detail/pool.hpp>
+#include <cugraphs/error.hpp>
+#include <cugraphs/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#if __has_include(<cuda/std/span>)
+#  include <cuda/std/span>
+#  define CUGRAPHS_HAS_CUDA_STD_SPAN 1
+#else
+#  define CUGRAPHS_HAS_CUDA_STD_SPAN 0
+#endif
+
+namespace cugraphs {
+
+/// Shared ownership of a graph-private memory pool on one device. Copies are cheap and
+/// refer to the same pool. The pool's memory returns to the device only when every handle,
+/// every graph captured into it and every buffer allocated from it is gone.
+class PoolHandle {
+public:
+  /// A unique id, never 0.
+  [[nodiscard]] std::uint64_t id() const noexcept { return pool_->id(); }
+  [[nodiscard]] int device() const noexcept { return pool_->device(); }
+  /// Device memory the pool holds (its segments), in bytes.
+  [[nodiscard]] std::size_t reserved_bytes() const { return pool_->reserved_bytes(); }
+  /// Bytes of the pool's blocks currently handed out (sizes rounded up to 512 bytes).
+  [[nodiscard]] std::size_t allocated_bytes() const { return pool_->allocated_bytes(); }
+  /// Returns fully free segments to the device while no graph refers to the pool (graphs
+  /// may still touch freed blocks on replay). Returns the bytes released.
+  std::size_t trim() { return pool_->trim(); }
+
+  friend bool operator==(const PoolHandle& a, const PoolHandle& b) noexcept {
+    return a.pool_ == b.pool_;
+  }
+
+  /// The pool itself, for cugraphs internals.
+  [[nodiscard]] const std::shared_ptr<detail::Pool>& impl() const noexcept { return pool_; }
+  explicit PoolHandle(std::shared_ptr<detail::Pool> pool) noexcept : pool_(std::move(pool)) {}
+
+private:
+  std::shared_ptr<detail::Pool> pool_;
+};
+
+/// A new graph-private pool on `device`, for graphs that should share memory.
+[[nodiscard]] inline PoolHandle graph_pool_handle(int device) {
+  if (device < 0 || device >= detail::device_count())
+    detail::throw_cuda(cudaErrorInvalidDevice, fmt::format("graph_pool_handle({}): no such device", device));
+  return PoolHandle(std::make_shared<detail::Pool>(device));
+}
+
+/// A new graph-private pool on the current device.
+[[nodiscard]] inline PoolHandle graph_pool_handle() { return graph_pool_handle(detail::current_device()); }
+
+/// A non-owning {pointer, size} view of device memory, passed to kernels by value. The
+/// leaf type of graphed callables.
+template <class T>
+class DeviceSpan {
+public:
+  using element_type = T;
+  using value_type = std::remove_cv_t<T>;
+
+  constexpr DeviceSpan() noexcept = default;
+  constexpr DeviceSpan(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  /// DeviceSpan<T> converts to DeviceSpan<const T>.
+  template <class U>
+    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
+  constexpr DeviceSpan(DeviceSpan<U> other) noexcept : data_(other.data()), size_(other.size()) {}
+
+  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr T* data() const noexcept { return data_; }
+  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr std::size_t size_bytes() const noexcept {
+    return size_ * sizeof(T);
+  }
+  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr bool empty() const noexcept { return size_ == 0; }
+  CUGRAPHS_HOST_DEVICE constexpr T* begin() const noexcept { return data_; }
+  CUGRAPHS_HOST_DEVICE constexpr T* end() const noexcept { return data_ + size_; }
+  /// Element access; dereferences device memory, so only in device code.
+  CUGRAPHS_HOST_DEVICE constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr DeviceSpan subspan(std::size_t offset,
+                                                                  std::size_t count) const noexcept {
+    return {data_ + offset, count};
+  }
+#if CUGRAPHS_HAS_CUDA_STD_SPAN
+  CUGRAPHS_HOST_DEVICE constexpr operator cuda::std::span<T>() const noexcept {  // NOLINT
+    return {data_, size_};
+  }
+#endif
+
+private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+/// An owning, move-only array of `count` T in device memory. Made while a capture is open
+/// on this thread, it draws from the capture's pool (its address is baked into the graph
+/// and stays valid after the graph is reset); otherwise it uses stream-ordered allocation
+/// (cudaMallocAsync) on the given stream. Freeing returns pool memory to its pool, where
+/// later captures into the pool reuse it.
+template <class T>
+class DeviceBuffer {
+  static_assert(std::is_trivially_copyable_v<T>,
+                "DeviceBuffer<T> needs a trivially copyable T: its bytes are copied as is");
+
+public:
+  DeviceBuffer() noexcept = default;
+
+  /// `count` elements on the current stream (or from the open capture's pool).
+  explicit DeviceBuffer(std::size_t count) : DeviceBuffer(count, current_stream()) {}
+
+  DeviceBuffer(std::size_t count, cudaStream_t stream) : size_(count), stream_(stream) {
+    if (count == 0) return;
+    if (auto* ctx = detail::innermost_capture()) {
+      pool_ = ctx->pool;
+      block_ = pool_->allocate(bytes(), ctx->id, stream);
+      data_ = reinterpret_cast<T*>(block_->addr);
+    } else {
+      void* p = nullptr;
+      detail::check(cudaMallocAsync(&p, bytes(), stream), "DeviceBuffer: cudaMallocAsync");
+      data_ = static_cast<T*>(p);
+    }
+  }
+
+  ~DeviceBuffer() { release(); }
+
+  DeviceBuffer(DeviceBuffer&& o) noexcept
+      : data_(std::exchange(o.data_, nullptr)), size_(std::exchange(o.size_, 0)),
+        stream_(o.stream_), pool_(std::move(o.pool_)), block_(std::exchange(o.block_, nullptr)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& o) noexcept {
+    if (this != &o) {
+      release();
+      data_ = std::exchange(o.data_, nullptr);
+      size_ = std::exchange(o.size_, 0);
+      stream_ = o.stream_;
+      pool_ = std::move(o.pool_);
+      block_ = std::exchange(o.block_, nullptr);
+    }
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  [[nodiscard]] T* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] std::size_t bytes() const noexcept { return size_ * sizeof(T); }
+  [[nodiscard]] bool empty() const noexcept { return size_ == 0; }
+  [[nodiscard]] DeviceSpan<T> span() const noexcept { return {data_, size_}; }
+  operator DeviceSpan<T>() const noexcept { return span(); }              // NOLINT
+  operator DeviceSpan<const T>() const noexcept { return {data_, size_}; }  // NOLINT
+  /// The pool this buffer came from, if it was made during a capture.
+  [[nodiscard]] std::optional<PoolHandle> pool() const {
+    return pool_ ? std::optional<PoolHandle>(PoolHandle(pool_)) : std::nullopt;
+  }
+
+  /// Copies `host` (exactly size() elements) in and waits for the copy.
+  void copy_from_host(std::span<const T> host, cudaStream_t stream = current_stream()) {
+    check_host_copy(host.size(), stream, "DeviceBuffer::copy_from_host");
+    detail::check(cudaMemcpyAsync(data_, host.data(), bytes(), cudaMemcpyHostToDevice, stream),
+                  "DeviceBuffer::copy_from_host: cudaMemcpyAsync");
+    detail::check(cudaStreamSynchronize(stream), "DeviceBuffer::copy_from_host: cudaStreamSynchronize");
+  }
+
+  /// Copies the buffer out to `host` (exactly size() elements) and waits for the copy.
+  void copy_to_host(std::span<T> host, cudaStream_t stream = current_stream()) const {
+    check_host_copy(host.size(), stream, "DeviceBuffer::copy_to_host");
+    detail::check(cudaMemcpyAsync(host.data(), data_, bytes(), cudaMemcpyDeviceToHost, stream),
+                  "DeviceBuffer::copy_to_host: cudaMemcpyAsync");
+    detail::check(cudaStreamSynchronize(stream), "DeviceBuffer::copy_to_host: cudaStreamSynchronize");
+  }
+
+  /// The buffer's contents as a host vector (waits for the copy).
+  [[nodiscard]] std::vector<T> to_host(cudaStream_t stream = current_stream()) const {
+    std::vector<T> out(size_);
+    copy_to_host(out, stream);
+    return out;
+  }
+
+private:
+  void check_host_copy(std::size_t host_count, cudaStream_t stream, std::string_view op) const {
+    if (host_count != size_)
+      detail::throw_misuse(op, "the host range has {} elements but the buffer has {}", host_count, size_);
+    if (stream != nullptr && stream != cudaStreamLegacy && is_capturing(stream))
+      detail::throw_misuse(op, "the stream is capturing; a copy that waits for the host cannot "
+                               "be captured (copy before capture_begin, or after capture_end)");
+  }
+
+  void release() noexcept {
+    if (data_ == nullptr) return;
+    if (block_ != nullptr) {
+      pool_->free(block_);
+    } else {
+      cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+      const cudaError_t queried = cudaStreamIsCapturing(stream_, &st);
+      if (queried == cudaSuccess && st != cudaStreamCaptureStatusNone) {
+        try {
+          detail::DeferredFrees::instance().add(data_, stream_);
+        } catch (...) {
+          detail::report_in_destructor(cudaErrorMemoryAllocation, "DeviceBuffer: deferring a free");
+        }
+      } else {
+        if (queried != cudaSuccess) (void)cudaGetLastError();
+        detail::report_in_destructor(cudaFreeAsync(data_, stream_), "DeviceBuffer: cudaFreeAsync");
+      }
+    }
+    data_ = nullptr;
+    size_ = 0;
+    block_ = nullptr;
+    pool_.reset();
+  }
+
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+  cudaStream_t stream_ = nullptr;
+  std::shared_ptr<detail::Pool> pool_;  // set when the memory came from a graph pool
+  detail::Block* block_ = nullptr;
+};
+
+/// `count` elements of T: from the open capture's pool, or stream-ordered on `stream`.
+template <class T = std::byte>
+[[nodiscard]] DeviceBuffer<T> allocate(std::size_t count, cudaStream_t stream = current_stream()) {
+  return DeviceBuffer<T>(count, stream);
+}
+
+}  // namespace cugraphs

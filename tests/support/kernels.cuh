@@ -1,0 +1,62 @@
+// Small kernels shared by the GPU tests.
+#pragma once
+
+#include <cugraphs/graph.hpp>
+
+#include <cstdint>
+#include <cstring>
+#include <vector>
+
+namespace cugraphs_test {
+
+inline constexpr int kThreads = 256;
+inline int blocks_for(std::size_t n) { return static_cast<int>((n + kThreads - 1) / kThreads); }
+
+// One dependent step of a non-linear recurrence; `k` makes every step different.
+__global__ void step_kernel(float* x, std::size_t n, int k) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) {
+    const float v = x[i];
+    x[i] = v * (0.75f + 0.01f * static_cast<float>(k % 7)) + 0.5f * __sinf(v + 0.1f * k);
+  }
+}
+
+__global__ void fill_kernel(float* x, std::size_t n, float value) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] = value + 0.001f * static_cast<float>(i % 1000);
+}
+
+__global__ void affine_kernel(float* x, std::size_t n, float a, float b) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] = a * x[i] + b;
+}
+
+__global__ void copy_kernel(float* dst, const float* src, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) dst[i] = src[i];
+}
+
+// Keeps one thread busy for about `ns` nanoseconds, then writes `value` to every element:
+// work queued after it on the same stream must see the write.
+__global__ void slow_fill_kernel(float* x, std::size_t n, float value, unsigned long long ns) {
+  if (threadIdx.x == 0) {
+    unsigned long long start = 0, now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+  }
+  __syncthreads();
+  for (std::size_t i = threadIdx.x; i < n; i += blockDim.x) x[i] = value;
+}
+
+inline void launch_step(float* x, std::size_t n, int k, cudaStream_t s) {
+  step_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n, k);
+  cugraphs::check_launch("step_kernel");
+}
+
+inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
+  return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
+}
+
+}  // namespace cugraphs_test

@@ -1,0 +1,1 @@
+bool cugraphs_test_requires_gpu() { return true; }

@@ -1,0 +1,78 @@
+// Error text: every message names the operation and the CUDA error; capture errors also
+// carry the likely cause and the remedy. Host-only: cudaGetErrorName needs no device.
+#include "testing.hpp"
+
+#include <cugraphs/error.hpp>
+
+using cugraphs_test::contains;
+
+TEST_CASE("Error: misuse carries cudaSuccess and the message", "[error]") {
+  const cugraphs::Error e("cugraphs: Graph::replay: nothing captured");
+  CHECK(e.code() == cudaSuccess);
+  CHECK(std::string(e.what()) == "cugraphs: Graph::replay: nothing captured");
+  const auto m = cugraphs_test::expect_error([] {
+    cugraphs::detail::throw_misuse("Graph::replay", "size {} is not {}", 3, 4);
+  });
+  CHECK(m.code() == cudaSuccess);
+  CHECK(std::string(m.what()) == "cugraphs: Graph::replay: size 3 is not 4");
+}
+
+TEST_CASE("Error: a failed call names the operation, the error's name and its text", "[error]") {
+  const auto e = cugraphs_test::expect_error(
+      [] { cugraphs::check(cudaErrorInvalidValue, "fill the histogram"); });
+  CHECK(e.code() == cudaErrorInvalidValue);
+  const std::string w = e.what();
+  CHECK(contains(w, "fill the histogram"));
+  CHECK(contains(w, "cudaErrorInvalidValue"));
+  CHECK(contains(w, cudaGetErrorString(cudaErrorInvalidValue)));
+  CHECK_NOTHROW(cugraphs::check(cudaSuccess, "nothing"));
+}
+
+TEST_CASE("Error: an unsafe call during capture names its nature, the mode and the remedy", "[error]") {
+  const std::string w = cugraphs::detail::cuda_message(cudaErrorStreamCaptureUnsupported,
+                                                       "cudaMalloc", "Global");
+  CHECK(contains(w, "cudaErrorStreamCaptureUnsupported"));
+  CHECK(contains(w, "not allowed while a stream is capturing"));
+  CHECK(contains(w, "CaptureMode::Global"));
+  CHECK(contains(w, "Remedy"));
+  CHECK(contains(w, "CaptureMode::Relaxed"));
+
+  const std::string inv = cugraphs::detail::cuda_message(cudaErrorStreamCaptureInvalidated,
+                                                         "Graph::capture_end", "ThreadLocal");
+  CHECK(contains(inv, "invalidated"));
+  CHECK(contains(inv, "unsafe call"));
+  CHECK(contains(inv, "CaptureMode::ThreadLocal"));
+}
+
+TEST_CASE("Error: the other capture errors each explain cause and remedy", "[error]") {
+  struct Row {
+    cudaError_t code;
+    const char* cause;
+  };
+  const Row rows[] = {
+      {cudaErrorStreamCaptureUnjoined, "not joined back"},
+      {cudaErrorStreamCaptureImplicit, "legacy default stream"},
+      {cudaErrorStreamCaptureWrongThread, "another thread"},
+      {cudaErrorStreamCaptureIsolation, "outside the capture"},
+      {cudaErrorStreamCaptureMerge, "two independent captures"},
+      {cudaErrorStreamCaptureUnmatched, "did not begin it"},
+      {cudaErrorCapturedEvent, "capturing stream"},
+      {cudaErrorInvalidDevice, "cudaSetDevice"},
+  };
+  for (const auto& r : rows) {
+    INFO(cudaGetErrorName(r.code));
+    const std::string w = cugraphs::detail::cuda_message(r.code, "op");
+    CHECK(contains(w, r.cause));
+    CHECK(contains(w, "Remedy"));
+  }
+}
+
+TEST_CASE("Error: a sticky error says the context is lost", "[error]") {
+  for (cudaError_t code : {cudaErrorIllegalAddress, cudaErrorLaunchFailure, cudaErrorAssert}) {
+    INFO(cudaGetErrorName(code));
+    CHECK(cugraphs::detail::is_sticky(code));
+    CHECK(contains(cugraphs::detail::cuda_message(code, "Graph::replay"), "context is lost"));
+  }
+  CHECK_FALSE(cugraphs::detail::is_sticky(cudaErrorInvalidValue));
+  CHECK_FALSE(contains(cugraphs::detail::cuda_message(cudaErrorInvalidValue, "x"), "context is lost"));
+}

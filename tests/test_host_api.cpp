@@ -1,0 +1,110 @@
+// Host-side API behaviour that needs no GPU: stream bookkeeping, spans, and the misuse
+// errors a Graph reports before it ever reaches the CUDA runtime.
+#include "testing.hpp"
+
+#include <cugraphs/graph.hpp>
+
+#include <utility>
+
+using cugraphs_test::contains;
+using cugraphs_test::expect_error;
+
+TEST_CASE("Streams: the current stream starts as the legacy default and follows StreamGuard",
+          "[stream]") {
+  CHECK(cugraphs::current_stream() == nullptr);
+  auto* const s1 = reinterpret_cast<cudaStream_t>(0x10);
+  auto* const s2 = reinterpret_cast<cudaStream_t>(0x20);
+  {
+    cugraphs::StreamGuard g1(s1);
+    CHECK(cugraphs::current_stream() == s1);
+    {
+      cugraphs::StreamGuard g2(s2);
+      CHECK(cugraphs::current_stream() == s2);
+    }
+    CHECK(cugraphs::current_stream() == s1);
+  }
+  CHECK(cugraphs::current_stream() == nullptr);
+}
+
+TEST_CASE("Streams: is_current_stream_capturing is false, without throwing, on the legacy "
+          "default stream", "[stream]") {
+  CHECK_NOTHROW(cugraphs::is_current_stream_capturing());
+  CHECK_FALSE(cugraphs::is_current_stream_capturing());
+}
+
+TEST_CASE("DeviceSpan: sizes, sub-spans and const conversion", "[memory]") {
+  static float storage[8];
+  constexpr cugraphs::DeviceSpan<float> s(storage, 8);
+  static_assert(s.size() == 8 && s.size_bytes() == 32 && !s.empty());
+  const cugraphs::DeviceSpan<const float> c = s;
+  CHECK(c.data() == storage);
+  const auto sub = s.subspan(2, 3);
+  CHECK(sub.data() == storage + 2);
+  CHECK(sub.size() == 3);
+  CHECK(cugraphs::DeviceSpan<int>{}.empty());
+  static_assert(!std::is_convertible_v<cugraphs::DeviceSpan<const float>, cugraphs::DeviceSpan<float>>);
+}
+
+TEST_CASE("DeviceBuffer: an empty buffer allocates nothing", "[memory]") {
+  cugraphs::DeviceBuffer<double> b(0);
+  CHECK(b.data() == nullptr);
+  CHECK(b.empty());
+  CHECK(b.bytes() == 0);
+  CHECK_FALSE(b.pool().has_value());
+}
+
+TEST_CASE("Graph: misuse of an empty graph is an Error, never undefined behaviour", "[graph]") {
+  cugraphs::Graph g;
+  CHECK_FALSE(g.is_capturing());
+  CHECK_FALSE(g.is_instantiated());
+  CHECK(g.native_graph() == nullptr);
+  CHECK(g.native_exec() == nullptr);
+
+  auto e = expect_error([&] { g.replay(); });
+  CHECK(e.code() == cudaSuccess);
+  CHECK(contains(e.what(), "Graph::replay"));
+  CHECK(contains(e.what(), "nothing has been captured"));
+
+  e = expect_error([&] { g.capture_end(); });
+  CHECK(contains(e.what(), "no capture is open"));
+  e = expect_error([&] { g.instantiate(); });
+  CHECK(contains(e.what(), "nothing has been captured"));
+  e = expect_error([&] { (void)g.pool_id(); });
+  CHECK(contains(e.what(), "Graph::pool"));
+  e = expect_error([&] { g.debug_dump("never.dot"); });
+  CHECK(contains(e.what(), "enable_debug_mode"));
+  g.enable_debug_mode();
+  e = expect_error([&] { g.debug_dump("never.dot"); });
+  CHECK(contains(e.what(), "nothing has been captured"));
+  CHECK_NOTHROW(g.reset());
+}
+
+TEST_CASE("Graph: a moved-from graph says so, and can be reused after reset", "[graph]") {
+  cugraphs::Graph a;
+  cugraphs::Graph b(std::move(a));
+  auto e = expect_error([&] { a.replay(); });  // NOLINT(bugprone-use-after-move): the point
+  CHECK(contains(e.what(), "moved from"));
+  cugraphs::Graph c;
+  c = std::move(b);
+  e = expect_error([&] { b.replay(); });  // NOLINT(bugprone-use-after-move)
+  CHECK(contains(e.what(), "moved from"));
+  a.reset();
+  e = expect_error([&] { a.replay(); });
+  CHECK(contains(e.what(), "nothing has been captured"));
+}
+
+TEST_CASE("Capture modes map onto CUDA's", "[graph]") {
+  using cugraphs::CaptureMode;
+  CHECK(cugraphs::detail::to_cuda(CaptureMode::Global) == cudaStreamCaptureModeGlobal);
+  CHECK(cugraphs::detail::to_cuda(CaptureMode::ThreadLocal) == cudaStreamCaptureModeThreadLocal);
+  CHECK(cugraphs::detail::to_cuda(CaptureMode::Relaxed) == cudaStreamCaptureModeRelaxed);
+  const cugraphs::CaptureOptions defaults;
+  CHECK(defaults.mode == CaptureMode::Global);
+  CHECK(defaults.stream == nullptr);
+  CHECK_FALSE(defaults.pool.has_value());
+}
+
+TEST_CASE("export_dot before any capture is an Error", "[graph]") {
+  const auto e = expect_error([] { cugraphs::export_dot("never.dot"); });
+  CHECK(contains(e.what(), "no capture has completed"));
+}
