@@ -1,0 +1,50 @@
+// Timing helpers shared by the benchmarks: host clocks for host cost, medians of many
+// repetitions, and a small JSON writer for the raw figures.
+#pragma once
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+namespace cugraphs_bench {
+
+using Clock = std::chrono::steady_clock;
+
+inline double us_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+inline double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const std::size_t n = v.size();
+  return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
+}
+
+// Figures in insertion order, written as one flat JSON object.
+class Report {
+public:
+  explicit Report(std::string name) : name_(std::move(name)) {}
+  void add(const std::string& key, double value) { rows_.emplace_back(key, value); }
+  void write(const std::string& path) const {
+    std::string out = fmt::format("{{\n  \"benchmark\": \"{}\"", name_);
+    for (const auto& [k, v] : rows_) out += fmt::format(",\n  \"{}\": {}", k, v);
+    out += "\n}\n";
+    if (std::FILE* f = std::fopen(path.c_str(), "w")) {
+      std::fputs(out.c_str(), f);
+      std::fclose(f);
+      std::printf("figures written to %s\n", path.c_str());
+    } else {
+      std::printf("could not write %s\n", path.c_str());
+    }
+  }
+
+private:
+  std::string name_;
+  std::vector<std::pair<std::string, double>> rows_;
+};
+
+}  // namespace cugraphs_bench
