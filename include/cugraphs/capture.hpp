@@ -181,16 +181,20 @@ public:
                               "a Stream you created",
                               op));
     const cudaStream_t stream = opts.stream != nullptr ? opts.stream : capture_stream(device);
+    if (cugraphs::is_capturing(stream))
+      detail::throw_misuse(op, "the stream is already capturing (captures cannot nest on one "
+                               "stream); end that capture first, or capture on another stream");
     int stream_device = device;
-    detail::check(cudaStreamGetDevice(stream, &stream_device),
-                  fmt::format("{}: cudaStreamGetDevice (is the stream alive?)", op));
+    {
+      // Another capture may be open on this thread; this query must not invalidate it.
+      detail::RelaxedCaptureMode relaxed;
+      detail::check(cudaStreamGetDevice(stream, &stream_device),
+                    fmt::format("{}: cudaStreamGetDevice (is the stream alive?)", op));
+    }
     if (stream_device != device)
       detail::throw_misuse(op, "the stream belongs to device {} but device {} is current; make "
                                "the stream's device current before capturing",
                            stream_device, device);
-    if (cugraphs::is_capturing(stream))
-      detail::throw_misuse(op, "the stream is already capturing (captures cannot nest on one "
-                               "stream); end that capture first, or capture on another stream");
 
     auto pool = opts.pool ? opts.pool->impl() : std::make_shared<detail::Pool>(device);
     auto ctx = std::make_unique<detail::CaptureContext>(
