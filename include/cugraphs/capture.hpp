@@ -4,6 +4,7 @@
 #include <cugraphs/config.hpp>
 #include <cugraphs/detail/capture_context.hpp>
 #include <cugraphs/detail/device.hpp>
+#include <cugraphs/detail/launchers.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/memory.hpp>
 #include <cugraphs/stream.hpp>
@@ -138,6 +139,68 @@ inline void write_dot(cudaGraph_t g, const std::string& path, std::string_view o
         fmt::format("{}: cudaGraphDebugDotPrint to '{}'", op, path));
 }
 
+enum class ConditionalKind { If, While, IfElse, Switch };
+
+[[nodiscard]] constexpr std::string_view name(ConditionalKind k) noexcept {
+  switch (k) {
+    case ConditionalKind::If: return "If";
+    case ConditionalKind::While: return "While";
+    case ConditionalKind::IfElse: return "IfElse";
+    default: return "Switch";
+  }
+}
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+// What a capturing stream will attach its next node to.
+struct CaptureInfo {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cudaGraph_t graph = nullptr;
+  const cudaGraphNode_t* deps = nullptr;
+  const cudaGraphEdgeData* edges = nullptr;
+  std::size_t count = 0;
+};
+
+[[nodiscard]] inline CaptureInfo capture_info(cudaStream_t s, std::string_view op) {
+  CaptureInfo i;
+#  if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+  check(cudaStreamGetCaptureInfo(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count),
+        fmt::format("{}: cudaStreamGetCaptureInfo", op));
+#  else
+  check(cudaStreamGetCaptureInfo_v3(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count),
+        fmt::format("{}: cudaStreamGetCaptureInfo", op));
+#  endif
+  return i;
+}
+
+// Adds a node after the stream's current dependencies and makes it the only one.
+inline void add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGraphNodeParams& params,
+                                std::string_view op) {
+  cudaGraphNode_t node = nullptr;
+#  if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+  check(cudaGraphAddNode(&node, info.graph, info.deps, info.edges, info.count, &params),
+        fmt::format("{}: cudaGraphAddNode", op));
+  check(cudaStreamUpdateCaptureDependencies(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
+        fmt::format("{}: cudaStreamUpdateCaptureDependencies", op));
+#  else
+  check(cudaGraphAddNode_v2(&node, info.graph, info.deps, info.edges, info.count, &params),
+        fmt::format("{}: cudaGraphAddNode", op));
+  check(cudaStreamUpdateCaptureDependencies_v2(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
+        fmt::format("{}: cudaStreamUpdateCaptureDependencies", op));
+#  endif
+}
+#endif
+
+// The stream that captures conditional bodies at nesting depth `depth` on `device`; one per
+// thread, since the enclosing levels keep capturing on their own streams meanwhile.
+[[nodiscard]] inline cudaStream_t body_stream(int device, std::size_t depth) {
+  thread_local std::vector<std::vector<std::unique_ptr<Stream>>> streams;
+  if (streams.size() <= static_cast<std::size_t>(device)) streams.resize(device + 1);
+  auto& level = streams[device];
+  if (level.size() <= depth) level.resize(depth + 1);
+  if (!level[depth]) level[depth] = std::make_unique<Stream>(device);
+  return level[depth]->get();
+}
+
 }  // namespace detail
 
 /// A captured CUDA graph and its executable. RAII and move-only: destroying it resets it.
@@ -197,8 +260,11 @@ public:
                            stream_device, device);
 
     auto pool = opts.pool ? opts.pool->impl() : std::make_shared<detail::Pool>(device);
-    auto ctx = std::make_unique<detail::CaptureContext>(
-        detail::CaptureContext{pool, detail::next_capture_id(), stream, detail::to_cuda(opts.mode)});
+    auto ctx = std::make_unique<detail::CaptureContext>();
+    ctx->pool = pool;
+    ctx->id = detail::next_capture_id();
+    ctx->stream = stream;
+    ctx->mode = detail::to_cuda(opts.mode);
     pool->begin_capture(ctx->id);
     if (const cudaError_t e = cudaStreamBeginCapture(stream, ctx->mode); e != cudaSuccess) {
       pool->end_capture(ctx->id);
@@ -223,6 +289,10 @@ public:
     if (detail::innermost_capture() != capture_.get())
       detail::throw_misuse(op, "this capture is not the innermost capture open on this thread; end "
                                "captures on the thread that began them, innermost first");
+    if (!capture_->conditionals.empty())
+      detail::throw_misuse(op, "{} conditional scope(s) are still open; close them (innermost "
+                               "first) before ending the capture",
+                           capture_->conditionals.size());
     cudaGraph_t g = nullptr;
     const cudaError_t e = cudaStreamEndCapture(capture_->stream, &g);
     const cudaStream_t stream = capture_->stream;
@@ -244,6 +314,14 @@ public:
   /// empty and reusable. Does nothing when no capture is open.
   void capture_abort() noexcept {
     if (!capture_) return;
+    auto& frames = capture_->conditionals;
+    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
+      if (it->active < 0) continue;
+      cudaGraph_t body = nullptr;  // the body graph belongs to its node: not destroyed here
+      (void)cudaStreamEndCapture(it->stream, &body);
+    }
+    if (!frames.empty()) detail::tls_current_stream = frames.front().previous_current;
+    frames.clear();
     cudaGraph_t g = nullptr;
     (void)cudaStreamEndCapture(capture_->stream, &g);
     if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
@@ -258,6 +336,9 @@ public:
     if (exec_ != nullptr) return;
     if (!graph_) not_replayable(op);
     detail::DeviceGuard on(device_);
+    // An enclosing capture may be open on this thread; instantiating and waiting for the
+    // upload must not invalidate it.
+    detail::RelaxedCaptureMode relaxed;
     cudaGraphInstantiateParams params{};
     params.flags = cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUpload;
     params.uploadStream = upload_stream_;
@@ -314,6 +395,142 @@ public:
     return capture_ ? capture_->stream : nullptr;
   }
 
+  /// The stream capturing right now: the innermost open conditional body, else the capture
+  /// stream (nullptr when not capturing).
+  [[nodiscard]] cudaStream_t current_capture_stream() const noexcept {
+    if (!capture_) return nullptr;
+    const auto& frames = capture_->conditionals;
+    return frames.empty() || frames.back().active < 0 ? capture_->stream : frames.back().stream;
+  }
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+  /// Adds an if-node reading `*pred` where the capture stands, and captures its body until
+  /// end_capture_to_conditional_node(); current_stream() is the body's stream meanwhile.
+  void begin_capture_to_if_node(const bool* pred) {
+    (void)open_conditional(detail::ConditionalKind::If, pred, 1, 1, 0, "Graph::begin_capture_to_if_node");
+  }
+
+  /// Adds a while-node reading `*pred` before the first iteration and at the end of every
+  /// iteration, and captures its body until end_capture_to_conditional_node().
+  void begin_capture_to_while_node(const bool* pred) {
+    (void)open_conditional(detail::ConditionalKind::While, pred, 1, 1, 0,
+                           "Graph::begin_capture_to_while_node");
+  }
+
+  /// Makes the innermost open while-node re-read its condition from `*pred` at the end of
+  /// each iteration.
+  void set_conditional_handle_for_current_node(const bool* pred) {
+    constexpr std::string_view op = "Graph::set_conditional_handle_for_current_node";
+    auto& f = innermost_conditional(op);
+    if (f.kind != static_cast<int>(detail::ConditionalKind::While))
+      detail::throw_misuse(op, "the innermost conditional node is {}, which does not re-read its "
+                               "condition; only a While node does",
+                           detail::name(static_cast<detail::ConditionalKind>(f.kind)));
+    if (pred == nullptr) detail::throw_misuse(op, "the flag pointer is null");
+    f.refresh = pred;
+  }
+
+  /// Ends the body of the innermost open conditional node.
+  void end_capture_to_conditional_node() {
+    constexpr std::string_view op = "Graph::end_capture_to_conditional_node";
+    close_conditional(innermost_conditional(op).id, op);
+  }
+
+  // The machinery of ConditionalScope. `flag` (width 1: bool, 4: unsigned) sets the
+  // condition before the node; null leaves it to kernels, starting at `initial` on every
+  // launch. Returns the id of the new frame.
+  std::uint64_t open_conditional(detail::ConditionalKind kind, const void* flag, unsigned width,
+                                 unsigned bodies, unsigned initial, std::string_view op) {
+    if (!capture_)
+      detail::throw_misuse(op, "no capture is open: a conditional scope must be opened inside a "
+                               "capture (CaptureScope, or between capture_begin and capture_end)");
+    auto& frames = capture_->conditionals;
+    if (!frames.empty() && frames.back().active < 0)
+      detail::throw_misuse(op, "the enclosing Switch scope has no open case; call case_(i) first");
+    if (bodies == 0) detail::throw_misuse(op, "a Switch needs at least one case");
+    const cudaStream_t parent = current_capture_stream();
+    detail::ConditionalFrame frame;
+    frame.id = detail::next_capture_id();
+    frame.kind = static_cast<int>(kind);
+    frame.body_count = bodies;
+    frame.captured.assign(bodies, false);
+    frame.parent = parent;
+    frame.stream = detail::body_stream(device_, frames.size());
+    frame.previous_current = detail::tls_current_stream;
+    frame.refresh = kind == detail::ConditionalKind::While ? flag : nullptr;
+    try {
+      auto info = detail::capture_info(parent, op);
+      if (info.status != cudaStreamCaptureStatusActive)
+        detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op, detail::name(mode_));
+      detail::check(cudaGraphConditionalHandleCreate(&frame.handle, info.graph, initial,
+                                                     flag != nullptr ? 0u : unsigned{cudaGraphCondAssignDefault}),
+                    fmt::format("{}: cudaGraphConditionalHandleCreate", op));
+      if (flag != nullptr) {
+        detail::launch_set_condition(frame.handle, flag, width, parent, op);
+        info = detail::capture_info(parent, op);
+      }
+      cudaGraphNodeParams params{};
+      params.type = cudaGraphNodeTypeConditional;
+      params.conditional.handle = frame.handle;
+      params.conditional.type = kind == detail::ConditionalKind::While    ? cudaGraphCondTypeWhile
+                                : kind == detail::ConditionalKind::Switch ? cudaGraphCondTypeSwitch
+                                                                          : cudaGraphCondTypeIf;
+      params.conditional.size = bodies;
+      detail::add_node_to_capture(parent, info, params, op);
+      frame.bodies = params.conditional.phGraph_out;
+      frames.push_back(std::move(frame));
+      if (kind != detail::ConditionalKind::Switch) begin_body(frames.back(), 0, op);
+    } catch (...) {
+      capture_abort();  // a half-built node cannot be finished: the capture is discarded
+      throw;
+    }
+    return frames.back().id;
+  }
+
+  // Ends the active body of frame `id` (which must be innermost) and captures body `index`.
+  void switch_conditional_body(std::uint64_t id, unsigned index, std::string_view op) {
+    auto& f = innermost_conditional(op);
+    if (f.id != id) out_of_order(op);
+    if (index >= f.body_count)
+      detail::throw_misuse(op, "body {} is out of range: this node has {}", index, f.body_count);
+    if (f.captured[index]) detail::throw_misuse(op, "body {} was already captured", index);
+    try {
+      if (f.active >= 0) end_body(f, op);
+      begin_body(f, index, op);
+    } catch (...) {
+      capture_abort();
+      throw;
+    }
+  }
+
+  // Closes frame `id`, which must be the innermost open one.
+  void close_conditional(std::uint64_t id, std::string_view op) {
+    auto& f = innermost_conditional(op);
+    if (f.id != id) out_of_order(op);
+    try {
+      if (f.active >= 0) end_body(f, op);
+    } catch (...) {
+      capture_abort();
+      throw;
+    }
+    detail::tls_current_stream = f.previous_current;
+    capture_->conditionals.pop_back();
+  }
+
+  [[nodiscard]] bool conditional_is_open(std::uint64_t id) const noexcept {
+    if (!capture_) return false;
+    const auto& frames = capture_->conditionals;
+    return std::any_of(frames.begin(), frames.end(), [id](const auto& f) { return f.id == id; });
+  }
+
+  [[nodiscard]] detail::ConditionalFrame& conditional_frame(std::uint64_t id, std::string_view op) {
+    if (capture_)
+      for (auto& f : capture_->conditionals)
+        if (f.id == id) return f;
+    detail::throw_misuse(op, "this conditional scope is closed (or its capture was aborted)");
+  }
+#endif
+
   /// Lets debug_dump write this graph.
   void enable_debug_mode() noexcept { debug_ = true; }
 
@@ -339,6 +556,43 @@ private:
     detail::throw_misuse(op, "nothing has been captured into this graph; capture it first "
                              "(capture_begin/capture_end, CaptureScope or capture())");
   }
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+  detail::ConditionalFrame& innermost_conditional(std::string_view op) {
+    if (!capture_)
+      detail::throw_misuse(op, "no capture is open on this graph");
+    if (capture_->conditionals.empty())
+      detail::throw_misuse(op, "no conditional scope is open in this capture");
+    return capture_->conditionals.back();
+  }
+
+  [[noreturn]] static void out_of_order(std::string_view op) {
+    detail::throw_misuse(op, "conditional scopes must be closed innermost first: another scope was "
+                             "opened inside this one and is still open");
+  }
+
+  void begin_body(detail::ConditionalFrame& f, unsigned index, std::string_view op) {
+    detail::check(cudaStreamBeginCaptureToGraph(f.stream, f.bodies[index], nullptr, nullptr, 0,
+                                                detail::to_cuda(mode_)),
+                  fmt::format("{}: cudaStreamBeginCaptureToGraph (body {})", op, index));
+    f.active = static_cast<int>(index);
+    f.captured[index] = true;
+    detail::tls_current_stream = f.stream;
+  }
+
+  void end_body(detail::ConditionalFrame& f, std::string_view op) {
+    if (f.refresh != nullptr) detail::launch_set_condition(f.handle, f.refresh, 1, f.stream, op);
+    cudaGraph_t body = nullptr;
+    const cudaError_t e = cudaStreamEndCapture(f.stream, &body);
+    f.active = -1;
+    detail::tls_current_stream = f.previous_current;
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      detail::throw_cuda(e, fmt::format("{} (ending the capture of a conditional body)", op),
+                         detail::name(mode_));
+    }
+  }
+#endif
 
   // Pops the open capture from this thread's record and closes it on the pool.
   void close_capture() noexcept {
@@ -424,8 +678,8 @@ public:
   CaptureScope(const CaptureScope&) = delete;
   CaptureScope& operator=(const CaptureScope&) = delete;
 
-  /// The capture stream: launch the work to capture here.
-  [[nodiscard]] cudaStream_t stream() const noexcept { return graph_->capturing_stream(); }
+  /// The stream capturing now: the innermost open conditional body, else the capture stream.
+  [[nodiscard]] cudaStream_t stream() const noexcept { return graph_->current_capture_stream(); }
   [[nodiscard]] Graph& graph() const noexcept { return *graph_; }
   [[nodiscard]] PoolHandle pool() const { return graph_->pool(); }
 
@@ -434,6 +688,9 @@ public:
   void end() {
     if (!open_) detail::throw_misuse("CaptureScope::end", "the scope has already ended");
     restore();
+    if (!graph_->is_capturing())
+      detail::throw_misuse("CaptureScope::end", "the capture was aborted (an exception left a "
+                                                "conditional scope, or capture_abort() was called)");
     graph_->capture_end();
   }
 

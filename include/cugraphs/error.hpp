@@ -167,7 +167,8 @@ inline void report_in_destructor(cudaError_t e, std::string_view operation) noex
 /// For users' own CUDA calls: `cugraphs::check(cudaMemsetAsync(...), "clear the histogram")`.
 inline void check(cudaError_t result, std::string_view what) { detail::check(result, what); }
 
-/// Throws cugraphs::Error when the last kernel launch on this thread failed to launch.
+/// Throws cugraphs::Error when a kernel launch (or any other call) on this thread left an
+/// error behind since the last check: cudaGetLastError, which also clears it.
 inline void check_launch(std::string_view what) { detail::check(cudaGetLastError(), what); }
 
 }  // namespace cugraphs

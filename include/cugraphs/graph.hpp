@@ -6,3 +6,8 @@
 #include <cugraphs/stream.hpp>
 #include <cugraphs/memory.hpp>
 #include <cugraphs/capture.hpp>
+#include <cugraphs/conditional.hpp>
+
+#if defined(__CUDACC__)
+#  include <cugraphs/detail/kernels.cuh>
+#endif

@@ -184,9 +184,15 @@ public:
 
   /// The buffer's contents as a host vector (waits for the copy).
   [[nodiscard]] std::vector<T> to_host(cudaStream_t stream = current_stream()) const {
-    std::vector<T> out(size_);
-    copy_to_host(out, stream);
-    return out;
+    if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> has no contiguous storage
+      auto staging = std::make_unique<bool[]>(size_);
+      copy_to_host(std::span<bool>(staging.get(), size_), stream);
+      return std::vector<bool>(staging.get(), staging.get() + size_);
+    } else {
+      std::vector<T> out(size_);
+      copy_to_host(out, stream);
+      return out;
+    }
   }
 
 private:

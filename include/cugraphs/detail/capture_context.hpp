@@ -16,11 +16,27 @@
 
 namespace cugraphs::detail {
 
+// One open conditional node of a capture: the body being captured and how it ends.
+struct ConditionalFrame {
+  std::uint64_t id = 0;                 // identifies the scope that opened it
+  int kind = 0;                         // ConditionalKind
+  cudaGraphConditionalHandle handle{};  // the node's condition
+  cudaGraph_t* bodies = nullptr;        // owned by the node
+  unsigned body_count = 0;
+  int active = -1;                      // index of the body being captured, -1 for none
+  std::vector<bool> captured;           // which bodies have been captured
+  cudaStream_t parent = nullptr;        // the stream capturing the graph that holds the node
+  cudaStream_t stream = nullptr;        // the stream capturing the active body
+  cudaStream_t previous_current = nullptr;  // current_stream() before the frame opened
+  const void* refresh = nullptr;        // While: flag re-read at the end of each iteration
+};
+
 struct CaptureContext {
   std::shared_ptr<Pool> pool;
   std::uint64_t id = 0;
   cudaStream_t stream = nullptr;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  std::vector<ConditionalFrame> conditionals;  // open conditional nodes, innermost last
 };
 
 // The captures open on this thread, innermost last.

@@ -75,15 +75,18 @@ public:
 
   // Graphs captured into the pool may still touch its free blocks on replay, so segments
   // are only given back early (trim) while no graph refers to the pool.
-  void attach_graph() noexcept { graphs_.fetch_add(1, std::memory_order_relaxed); }
+  void attach_graph() noexcept {
+    std::lock_guard lock(m_);
+    graphs_.fetch_add(1, std::memory_order_relaxed);
+  }
   void detach_graph() noexcept { graphs_.fetch_sub(1, std::memory_order_relaxed); }
   [[nodiscard]] int graph_count() const noexcept { return graphs_.load(std::memory_order_relaxed); }
 
   // Gives fully free segments back to the device; only possible while no graph refers to
   // the pool. Returns the bytes released.
   std::size_t trim() {
-    if (graph_count() != 0) return 0;
     std::lock_guard lock(m_);
+    if (graph_count() != 0) return 0;
     return release_free_segments();
   }
 
@@ -99,12 +102,7 @@ private:
     DeviceGuard on(device_);
     RelaxedCaptureMode relaxed;  // cudaMalloc is not captured, but would invalidate a Global capture
     void* p = nullptr;
-    cudaError_t e = cudaMalloc(&p, bytes);
-    if (e == cudaErrorMemoryAllocation && graph_count() == 0 && release_free_segments() != 0) {
-      (void)cudaGetLastError();
-      e = cudaMalloc(&p, bytes);
-    }
-    if (e != cudaSuccess) {
+    if (const cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
       (void)cudaGetLastError();  // an allocation failure must not linger as the thread's last error
       throw_cuda(e, fmt::format("graph pool {}: cudaMalloc of a {} byte segment", id_, bytes));
     }

@@ -1,0 +1,182 @@
+// Device-side control flow inside a capture: ConditionalScope<If | While | IfElse | Switch>.
+#pragma once
+
+#include <cugraphs/capture.hpp>
+#include <cugraphs/config.hpp>
+#include <cugraphs/memory.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <exception>
+
+namespace cugraphs {
+
+/// The kinds of conditional scope.
+struct If {};
+struct While {};
+struct IfElse {};
+struct Switch {};
+
+/// Tag: the condition is left to kernels (Condition::set), starting from a fixed value at
+/// every launch of the graph.
+struct SetByKernels {
+  unsigned initial = 0;
+};
+
+/// A conditional node's condition, passed to kernels by value. Device code calls set().
+class Condition {
+public:
+  Condition() = default;
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+  explicit Condition(cudaGraphConditionalHandle h) noexcept : handle_(h) {}
+  [[nodiscard]] cudaGraphConditionalHandle handle() const noexcept { return handle_; }
+#  if defined(__CUDACC__)
+  /// Sets the condition: for a While, whether another iteration runs after this one.
+  __device__ void set(bool value) const { cudaGraphSetConditional(handle_, value ? 1u : 0u); }
+  /// Sets the condition to a value: for a Switch, the case to run.
+  __device__ void set(unsigned value) const { cudaGraphSetConditional(handle_, value); }
+#  endif
+
+private:
+  cudaGraphConditionalHandle handle_{};
+#endif
+};
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+
+namespace detail {
+template <class Kind>
+inline constexpr ConditionalKind conditional_kind_v = std::same_as<Kind, If>       ? ConditionalKind::If
+                                                      : std::same_as<Kind, While>  ? ConditionalKind::While
+                                                      : std::same_as<Kind, IfElse> ? ConditionalKind::IfElse
+                                                                                   : ConditionalKind::Switch;
+template <class Kind>
+concept ConditionalKindTag = std::same_as<Kind, If> || std::same_as<Kind, While> ||
+                             std::same_as<Kind, IfElse> || std::same_as<Kind, Switch>;
+}  // namespace detail
+
+/// Captures the body of a conditional node for the lifetime of a scope. The first argument
+/// is the enclosing CaptureScope; a scope opened while another is open nests inside it.
+/// While the scope is open, current_stream() (and CaptureScope::stream()) is the stream that
+/// captures the body. Ending the scope normally closes the node (prefer end(), which reports
+/// failures as an ordinary throw); leaving it by exception aborts the whole capture cleanly.
+///
+/// - If: the body runs on a replay when `*pred` is true at that point of the graph.
+/// - While: the body repeats while `*pred` is true; `*pred` is read before the first
+///   iteration and again at the end of every iteration, so body kernels just write it.
+/// - IfElse: otherwise() switches from the then-body to the else-body.
+/// - Switch: case_(i) starts body i; an index >= n runs no body.
+template <class Kind>
+  requires detail::ConditionalKindTag<Kind>
+class ConditionalScope {
+  static_assert(!(std::same_as<Kind, IfElse> || std::same_as<Kind, Switch>) ||
+                    CUGRAPHS_HAS_CONDITIONAL_ELSE_SWITCH,
+                "ConditionalScope<IfElse> and <Switch> need the CUDA toolkit 12.8 or newer");
+  static constexpr detail::ConditionalKind kind = detail::conditional_kind_v<Kind>;
+
+public:
+  /// If, While, IfElse: the condition is `*pred` (a device flag).
+  ConditionalScope(CaptureScope& scope, const bool* pred)
+    requires(!std::same_as<Kind, Switch>)
+      : ConditionalScope(scope, checked_flag(pred), 1,
+                         kind == detail::ConditionalKind::IfElse ? 2u : 1u, 0) {}
+
+  /// The same with the flag as a one-element DeviceSpan.
+  ConditionalScope(CaptureScope& scope, DeviceSpan<const bool> pred)
+    requires(!std::same_as<Kind, Switch>)
+      : ConditionalScope(scope, checked_single(pred)) {}
+
+  /// Switch over `n` cases, selected by `*index` (a device value).
+  ConditionalScope(CaptureScope& scope, const unsigned* index, unsigned n)
+    requires std::same_as<Kind, Switch>
+      : ConditionalScope(scope, checked_flag(index), 4, n, 0) {}
+
+  /// The condition is set by kernels through condition(), from `tag.initial` at every launch.
+  ConditionalScope(CaptureScope& scope, SetByKernels tag, unsigned cases = 1)
+      : ConditionalScope(scope, nullptr, 0,
+                         kind == detail::ConditionalKind::IfElse ? 2u
+                         : kind == detail::ConditionalKind::Switch ? cases
+                                                                   : 1u,
+                         tag.initial) {}
+
+  ~ConditionalScope() noexcept(false) {
+    if (!graph_->conditional_is_open(id_)) return;
+    if (std::uncaught_exceptions() > uncaught_) {
+      graph_->capture_abort();  // leaving by exception discards the whole capture
+    } else {
+      end();
+    }
+  }
+
+  ConditionalScope(const ConditionalScope&) = delete;
+  ConditionalScope& operator=(const ConditionalScope&) = delete;
+
+  /// The stream capturing the active body.
+  [[nodiscard]] cudaStream_t stream() const { return frame().stream; }
+
+  /// The node's condition, for kernels to set.
+  [[nodiscard]] Condition condition() const { return Condition(frame().handle); }
+
+  /// Closes the node. Scopes close innermost first; out of order is an Error.
+  void end() { graph_->close_conditional(id_, op()); }
+
+  /// While: re-read the condition from `*pred` (instead of the constructor's flag) at the end
+  /// of every iteration.
+  void set_predicate(const bool* pred)
+    requires std::same_as<Kind, While>
+  {
+    frame().refresh = checked_flag(pred);
+  }
+
+  /// IfElse: ends the then-body and captures the else-body. Once only.
+  void otherwise()
+    requires std::same_as<Kind, IfElse>
+  {
+    if (frame().captured[1]) detail::throw_misuse(op(), "otherwise() was already called");
+    graph_->switch_conditional_body(id_, 1, op());
+  }
+
+  /// Switch: ends the active case, if any, and captures case `i`. Each case at most once.
+  void case_(unsigned i)
+    requires std::same_as<Kind, Switch>
+  {
+    graph_->switch_conditional_body(id_, i, op());
+  }
+
+private:
+  ConditionalScope(CaptureScope& scope, const void* flag, unsigned width, unsigned bodies, unsigned initial)
+      : graph_(&scope.graph()), uncaught_(std::uncaught_exceptions()) {
+    id_ = graph_->open_conditional(kind, flag, width, bodies, initial, op());
+  }
+
+  static std::string op() { return fmt::format("ConditionalScope<{}>", detail::name(kind)); }
+
+  template <class T>
+  static const T* checked_flag(const T* flag) {
+    if (flag == nullptr) detail::throw_misuse(op(), "the flag pointer is null");
+    return flag;
+  }
+  static const bool* checked_single(DeviceSpan<const bool> pred) {
+    if (pred.size() != 1)
+      detail::throw_misuse(op(), "the predicate span must hold exactly one flag, it holds {}", pred.size());
+    return pred.data();
+  }
+
+  detail::ConditionalFrame& frame() const { return graph_->conditional_frame(id_, op()); }
+
+  Graph* graph_;
+  std::uint64_t id_ = 0;
+  int uncaught_;
+};
+
+#else
+
+template <class Kind>
+class ConditionalScope {
+  static_assert(sizeof(Kind) == 0, "ConditionalScope needs the CUDA toolkit 12.4 or newer (12.8 for "
+                                   "IfElse and Switch): conditional graph nodes are not available");
+};
+
+#endif
+
+}  // namespace cugraphs

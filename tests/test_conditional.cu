@@ -1,0 +1,388 @@
+// Conditional nodes: If, While, IfElse and Switch scopes, nesting, kernel-set conditions,
+// misuse, debug output and pools.
+#include "kernels.cuh"
+#include "testing.hpp"
+
+#include <cugraphs/graph.hpp>
+
+#include <algorithm>
+#include <fstream>
+#include <sstream>
+
+using namespace cugraphs_test;
+using cugraphs::CaptureOptions;
+using cugraphs::CaptureScope;
+using cugraphs::ConditionalScope;
+using cugraphs::DeviceBuffer;
+using cugraphs::Graph;
+
+// Defined in conditional_host.cpp, compiled by the host compiler.
+bool host_compiled_if_node_works(const bool* flag, int* counter, void (*launch_increment)(int*, cudaStream_t));
+
+namespace {
+
+template <class T>
+void put(DeviceBuffer<T>& b, T value) {
+  const T one[1] = {value};
+  b.copy_from_host(std::span<const T>(one, 1));
+}
+template <class T>
+T get(const DeviceBuffer<T>& b) {
+  return b.to_host()[0];
+}
+
+__global__ void increment(int* x) { *x += 1; }
+__global__ void add_to(int* x, int v) { *x += v; }
+
+// Counts `*counter` down to zero, one per iteration, and says whether to go on.
+__global__ void count_down(int* counter, int* iterations, bool* go_on) {
+  if (*counter > 0) {
+    *counter -= 1;
+    *iterations += 1;
+  }
+  *go_on = *counter > 0;
+}
+
+__global__ void bump_until(int* x, int limit, cugraphs::Condition c) {
+  *x += 1;
+  if (*x >= limit) c.set(false);
+}
+
+__global__ void count_and_flag(int* count, bool* flag_a, bool* flag_b) {
+  *count += 1;
+  *flag_a = *count < 100;
+  *flag_b = *count < 5;
+}
+
+void launch_increment(int* x, cudaStream_t s) { increment<<<1, 1, 0, s>>>(x); }
+
+// State of the nested-loop test: a While inside an If inside a While.
+struct Nest {
+  int o, i, a, b, c;
+  bool outer_flag, if_flag, inner_flag;
+};
+__global__ void outer_head(Nest* s) {
+  s->a += 1;
+  s->if_flag = s->o % 2 == 0;
+  s->i = s->o;
+  s->inner_flag = s->i > 0;
+}
+__global__ void inner_body(Nest* s) {
+  s->c += s->o * 10 + s->i;
+  s->i -= 1;
+  s->inner_flag = s->i > 0;
+}
+__global__ void outer_tail(Nest* s) {
+  s->b += s->c % 7;
+  s->o -= 1;
+  s->outer_flag = s->o > 0;
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+TEST_CASE("If: the body runs exactly on replays where the flag is true", "[conditional][gpu]") {
+  DeviceBuffer<bool> flag(1);
+  DeviceBuffer<int> counter(1);
+  put(counter, 0);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::If> when(scope, flag.data());
+    CHECK(cugraphs::current_stream() == when.stream());
+    CHECK(scope.stream() == when.stream());
+    increment<<<1, 1, 0, cugraphs::current_stream()>>>(counter.data());
+  }
+  const bool pattern[] = {true, false, false, true, true, false, true};
+  int expected = 0;
+  for (bool on : pattern) {
+    put(flag, on);
+    g.replay();
+    expected += on ? 1 : 0;
+    REQUIRE(get(counter) == expected);
+  }
+  CHECK(expected == 4);
+}
+
+TEST_CASE("While: a count-down body runs exactly N times across replays of one executable",
+          "[conditional][gpu]") {
+  DeviceBuffer<int> counter(1), iterations(1);
+  DeviceBuffer<bool> go_on(1);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::While> loop(scope, go_on.data());
+    count_down<<<1, 1, 0, scope.stream()>>>(counter.data(), iterations.data(), go_on.data());
+  }
+  for (int n : {0, 1, 7, 1000, 3}) {
+    put(counter, n);
+    put(iterations, -5);  // poisoned offset: the result must be -5 + n
+    put(go_on, n > 0);
+    g.replay();
+    INFO("N = " << n);
+    REQUIRE(get(iterations) == n - 5);
+    REQUIRE(get(counter) == 0);
+  }
+}
+
+TEST_CASE("IfElse: each branch runs exactly when it should", "[conditional][gpu]") {
+  DeviceBuffer<bool> flag(1);
+  DeviceBuffer<int> then_hits(1), else_hits(1);
+  put(then_hits, 0);
+  put(else_hits, 0);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::IfElse> branch(scope, flag.data());
+    add_to<<<1, 1, 0, scope.stream()>>>(then_hits.data(), 1);
+    branch.otherwise();
+    add_to<<<1, 1, 0, scope.stream()>>>(else_hits.data(), 10);
+    const auto e = expect_error([&] { branch.otherwise(); });
+    CHECK(contains(e.what(), "otherwise() was already called"));
+  }
+  int t = 0, f = 0;
+  for (bool on : {true, true, false, true, false, false, false}) {
+    put(flag, on);
+    g.replay();
+    (on ? t : f) += 1;
+    REQUIRE(get(then_hits) == t);
+    REQUIRE(get(else_hits) == 10 * f);
+  }
+}
+
+TEST_CASE("Switch: exactly the selected case runs, and none for an out-of-range index",
+          "[conditional][gpu]") {
+  DeviceBuffer<unsigned> index(1);
+  DeviceBuffer<int> hits(4);
+  hits.copy_from_host(std::vector<int>{0, 0, 0, 0});
+  Graph g;
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::Switch> sw(scope, index.data(), 4);
+    for (unsigned c : {2u, 0u, 3u, 1u}) {  // any order
+      sw.case_(c);
+      add_to<<<1, 1, 0, scope.stream()>>>(hits.data() + c, static_cast<int>(c) + 1);
+    }
+    auto e = expect_error([&] { sw.case_(4); });
+    CHECK(contains(e.what(), "out of range"));
+    e = expect_error([&] { sw.case_(2); });
+    CHECK(contains(e.what(), "already captured"));
+  }
+  std::vector<int> expected(4, 0);
+  for (unsigned i : {0u, 3u, 3u, 1u, 4u, 100u, 2u}) {
+    put(index, i);
+    g.replay();
+    if (i < 4) expected[i] += static_cast<int>(i) + 1;
+    INFO("index " << i);
+    REQUIRE(hits.to_host() == expected);
+  }
+}
+
+TEST_CASE("Nesting: a While inside an If inside a While matches host-driven loops", "[conditional][gpu]") {
+  DeviceBuffer<Nest> state(1);
+  const Nest start{6, 0, 0, 0, 0, true, false, false};
+
+  Graph g;
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::While> outer(scope, &state.data()->outer_flag);
+    outer_head<<<1, 1, 0, scope.stream()>>>(state.data());
+    {
+      ConditionalScope<cugraphs::If> when(scope, &state.data()->if_flag);
+      ConditionalScope<cugraphs::While> inner(scope, &state.data()->inner_flag);
+      inner_body<<<1, 1, 0, scope.stream()>>>(state.data());
+    }
+    outer_tail<<<1, 1, 0, scope.stream()>>>(state.data());
+  }
+  put(state, start);
+  g.replay();
+  const Nest from_graph = get(state);
+
+  // The same loops driven from the host, reading each flag back.
+  put(state, start);
+  auto host = [&] { return get(state); };
+  while (host().outer_flag) {
+    outer_head<<<1, 1>>>(state.data());
+    if (host().if_flag) {
+      while (host().inner_flag) inner_body<<<1, 1>>>(state.data());
+    }
+    outer_tail<<<1, 1>>>(state.data());
+  }
+  const Nest eager = host();
+  CHECK(from_graph.a == 6);  // six outer iterations
+  CHECK(from_graph.a == eager.a);
+  CHECK(from_graph.b == eager.b);
+  CHECK(from_graph.c == eager.c);
+  CHECK(from_graph.c == 60 + 50 + 40 + 30 + 20 + 10 + (1 + 2 + 3 + 4 + 5 + 6) + 40 + 30 + 20 + 10 + (1 + 2 + 3 + 4) + 20 + 10 + 3);
+  CHECK(from_graph.o == 0);
+}
+
+TEST_CASE("Condition: a kernel sets the condition through the handle; set_predicate switches the "
+          "flag", "[conditional][gpu]") {
+  SECTION("kernel-driven While") {
+    DeviceBuffer<int> x(1);
+    Graph g;
+    {
+      CaptureScope scope(g);
+      ConditionalScope<cugraphs::While> loop(scope, cugraphs::SetByKernels{1});
+      bump_until<<<1, 1, 0, scope.stream()>>>(x.data(), 37, loop.condition());
+    }
+    for (int start : {0, 30, 36}) {
+      put(x, start);
+      g.replay();
+      REQUIRE(get(x) == 37);
+    }
+  }
+  SECTION("set_predicate") {
+    DeviceBuffer<int> count(1);
+    DeviceBuffer<bool> flag_a(1), flag_b(1);
+    for (bool switched : {false, true}) {
+      Graph g;
+      {
+        CaptureScope scope(g);
+        ConditionalScope<cugraphs::While> loop(scope, flag_a.data());
+        count_and_flag<<<1, 1, 0, scope.stream()>>>(count.data(), flag_a.data(), flag_b.data());
+        if (switched) loop.set_predicate(flag_b.data());
+      }
+      put(count, 0);
+      put(flag_a, true);
+      g.replay();
+      CHECK(get(count) == (switched ? 5 : 100));
+    }
+  }
+}
+
+TEST_CASE("Conditional misuse is an Error and leaves everything usable", "[conditional][gpu]") {
+  DeviceBuffer<bool> flag(1);
+  DeviceBuffer<int> counter(1);
+  put(flag, true);
+
+  SECTION("a conditional scope with no capture open") {
+    Graph g;
+    CaptureScope scope(g);
+    scope.end();
+    const auto e = expect_error([&] { ConditionalScope<cugraphs::If> c(scope, flag.data()); });
+    CHECK(contains(e.what(), "no capture is open"));
+    const auto low = expect_error([&] { g.begin_capture_to_if_node(flag.data()); });
+    CHECK(contains(low.what(), "no capture is open"));
+    const auto end = expect_error([&] { g.end_capture_to_conditional_node(); });
+    CHECK(contains(end.what(), "no capture is open"));
+  }
+  SECTION("closing scopes out of order") {
+    put(counter, 0);
+    Graph g;
+    {
+      CaptureScope scope(g);
+      ConditionalScope<cugraphs::If> outer(scope, flag.data());
+      ConditionalScope<cugraphs::If> inner(scope, flag.data());
+      increment<<<1, 1, 0, scope.stream()>>>(counter.data());
+      const auto e = expect_error([&] { outer.end(); });
+      CHECK(contains(e.what(), "innermost first"));
+      const auto cap = expect_error([&] { g.capture_end(); });
+      CHECK(contains(cap.what(), "still open"));
+      inner.end();
+      outer.end();
+    }
+    g.replay();
+    CHECK(get(counter) == 1);
+  }
+  SECTION("an exception thrown inside a body aborts the capture cleanly") {
+    auto pool = cugraphs::graph_pool_handle();
+    CaptureOptions opts;
+    opts.pool = pool;
+    Graph g;
+    try {
+      CaptureScope scope(g, opts);
+      ConditionalScope<cugraphs::While> loop(scope, flag.data());
+      DeviceBuffer<int> temp(1000);
+      ConditionalScope<cugraphs::If> inner(scope, flag.data());
+      increment<<<1, 1, 0, scope.stream()>>>(temp.data());
+      throw std::runtime_error("body failed");
+    } catch (const std::runtime_error& e) {
+      CHECK(std::string(e.what()) == "body failed");
+    }
+    CHECK_FALSE(g.is_capturing());
+    CHECK(cugraphs::current_stream() == nullptr);
+    CHECK_FALSE(cugraphs::is_capturing(cugraphs::capture_stream()));
+    CHECK(pool.allocated_bytes() == 0);
+    CHECK(cudaGetLastError() == cudaSuccess);
+    put(counter, 0);
+    {
+      CaptureScope scope(g, opts);
+      ConditionalScope<cugraphs::If> when(scope, flag.data());
+      increment<<<1, 1, 0, scope.stream()>>>(counter.data());
+    }
+    g.replay();
+    CHECK(get(counter) == 1);
+  }
+  SECTION("a predicate span of the wrong size, and a null flag") {
+    DeviceBuffer<bool> two(2);
+    Graph g;
+    CaptureScope scope(g);
+    auto e = expect_error([&] {
+      ConditionalScope<cugraphs::If> c(scope, cugraphs::DeviceSpan<const bool>(two.data(), 2));
+    });
+    CHECK(contains(e.what(), "exactly one flag"));
+    e = expect_error([&] { ConditionalScope<cugraphs::While> c(scope, static_cast<const bool*>(nullptr)); });
+    CHECK(contains(e.what(), "null"));
+    CHECK(g.is_capturing());  // refused before anything was captured
+    increment<<<1, 1, 0, scope.stream()>>>(counter.data());
+  }
+}
+
+TEST_CASE("debug_dump shows conditional nodes and their bodies", "[conditional][gpu]") {
+  DeviceBuffer<bool> flag(1);
+  DeviceBuffer<int> counter(1);
+  Graph g;
+  g.enable_debug_mode();
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::If> when(scope, flag.data());
+    increment<<<1, 1, 0, scope.stream()>>>(counter.data());
+  }
+  g.debug_dump("cugraphs_conditional.dot");
+  std::string dot = read_file("cugraphs_conditional.dot");
+  std::transform(dot.begin(), dot.end(), dot.begin(), [](unsigned char ch) { return std::tolower(ch); });
+  CHECK(contains(dot, "conditional"));
+  CHECK(contains(dot, "increment"));
+  CHECK(contains(dot, "set_condition_kernel"));
+  std::remove("cugraphs_conditional.dot");
+}
+
+TEST_CASE("Conditionals compose with pools: memory allocated inside a body comes from the graph's "
+          "pool", "[conditional][pool][gpu]") {
+  DeviceBuffer<bool> flag(1);
+  DeviceBuffer<int> out(1);
+  put(flag, true);
+  put(out, 0);
+  Graph g;
+  DeviceBuffer<int> inside;
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::If> when(scope, flag.data());
+    inside = DeviceBuffer<int>(256);
+    cugraphs::check(cudaMemsetAsync(inside.data(), 0, inside.bytes(), scope.stream()), "memset in body");
+    add_to<<<1, 1, 0, scope.stream()>>>(inside.data(), 5);
+    add_to<<<1, 1, 0, scope.stream()>>>(out.data(), 2);
+  }
+  REQUIRE(inside.pool().has_value());
+  CHECK(inside.pool()->id() == g.pool_id());
+  CHECK(g.pool().allocated_bytes() >= 256 * sizeof(int));
+  g.replay();
+  g.replay();
+  CHECK(inside.to_host()[0] == 5);
+  CHECK(get(out) == 4);
+}
+
+TEST_CASE("The low-level Graph members work from code compiled by the host compiler",
+          "[conditional][gpu]") {
+  DeviceBuffer<bool> flag(1);
+  DeviceBuffer<int> counter(1);
+  CHECK(host_compiled_if_node_works(flag.data(), counter.data(), &launch_increment));
+}
