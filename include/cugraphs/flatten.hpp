@@ -1,0 +1,165 @@
+// Typed tuple flattening: any nesting of std::tuple, std::pair and std::array with
+// DeviceSpan<T> leaves becomes a flat, typed tuple of its leaves at compile time, and back.
+#pragma once
+
+#include <cugraphs/memory.hpp>
+
+#include <array>
+#include <cstddef>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+
+namespace cugraphs {
+
+/// Opt-in for user aggregates: specialise tree_traits<T> with
+///   static constexpr bool custom = true;
+///   static auto to_tuple(const T&);          // a std::tuple of T's members (leaves or trees)
+///   static T from_tuple(const Tuple&);       // Tuple = the type to_tuple returns
+/// and T flattens like that tuple.
+template <class T>
+struct tree_traits {
+  static constexpr bool custom = false;
+};
+
+namespace detail {
+
+template <class T>
+inline constexpr bool is_span_v = false;
+template <class T>
+inline constexpr bool is_span_v<DeviceSpan<T>> = true;
+
+template <class T>
+inline constexpr bool is_buffer_v = false;
+template <class T>
+inline constexpr bool is_buffer_v<DeviceBuffer<T>> = true;
+
+template <class T>
+inline constexpr bool is_tuple_like_v = false;
+template <class... Ts>
+inline constexpr bool is_tuple_like_v<std::tuple<Ts...>> = true;
+template <class A, class B>
+inline constexpr bool is_tuple_like_v<std::pair<A, B>> = true;
+
+template <class T>
+inline constexpr bool is_array_v = false;
+template <class T, std::size_t N>
+inline constexpr bool is_array_v<std::array<T, N>> = true;
+
+template <class T>
+inline constexpr bool always_false_v = false;
+
+// Instantiated for a type that is none of the above: the compiler's message names T.
+template <class T>
+struct not_a_tree {
+  static_assert(always_false_v<T>,
+                "cugraphs: this type cannot be flattened. The arguments and results of a graphed "
+                "callable must be DeviceSpan<T> leaves (results may also be DeviceBuffer<T>), nested "
+                "in std::tuple, std::pair or std::array, or a type opted in by specialising "
+                "cugraphs::tree_traits. The offending type is the T of not_a_tree<T> above.");
+  using type = std::tuple<>;
+};
+
+template <class T>
+struct flat;
+
+template <class... Ts>
+struct flat_cat;
+template <>
+struct flat_cat<> {
+  using type = std::tuple<>;
+};
+template <class... As, class... Rest>
+struct flat_cat<std::tuple<As...>, Rest...> {
+  using type = decltype(std::tuple_cat(std::declval<std::tuple<As...>>(),
+                                       std::declval<typename flat_cat<Rest...>::type>()));
+};
+
+template <class T, std::size_t... I>
+auto flat_of_tuple(std::index_sequence<I...>) -> typename flat_cat<typename flat<std::tuple_element_t<I, T>>::type...>::type;
+
+template <class T>
+struct flat {
+  using U = std::remove_cvref_t<T>;
+  static auto pick() {
+    if constexpr (is_span_v<U> || is_buffer_v<U>) {
+      return std::type_identity<std::tuple<U>>{};
+    } else if constexpr (is_tuple_like_v<U> || is_array_v<U>) {
+      return std::type_identity<decltype(flat_of_tuple<U>(std::make_index_sequence<std::tuple_size_v<U>>{}))>{};
+    } else if constexpr (tree_traits<U>::custom) {
+      return std::type_identity<typename flat<decltype(tree_traits<U>::to_tuple(std::declval<const U&>()))>::type>{};
+    } else {
+      return std::type_identity<typename not_a_tree<U>::type>{};
+    }
+  }
+  using type = typename decltype(pick())::type;
+};
+
+}  // namespace detail
+
+/// The flat tuple of T's leaves, in depth-first order.
+template <class T>
+using flat_t = typename detail::flat<T>::type;
+
+/// How many leaves T has.
+template <class T>
+inline constexpr std::size_t leaf_count_v = std::tuple_size_v<flat_t<T>>;
+
+namespace detail {
+
+template <class T>
+auto flatten_impl(const T& tree) {
+  if constexpr (is_span_v<T>) {
+    return std::tuple<T>(tree);
+  } else if constexpr (is_tuple_like_v<T> || is_array_v<T>) {
+    return std::apply([](const auto&... parts) { return std::tuple_cat(flatten_impl(parts)...); }, tree);
+  } else if constexpr (tree_traits<T>::custom) {
+    return flatten_impl(tree_traits<T>::to_tuple(tree));
+  } else {
+    return typename not_a_tree<T>::type{};
+  }
+}
+
+// Rebuilds T from the leaves of `flat` starting at index Offset.
+template <class T, std::size_t Offset, class Flat>
+T unflatten_at(const Flat& flat) {
+  if constexpr (is_span_v<T>) {
+    return std::get<Offset>(flat);
+  } else if constexpr (is_tuple_like_v<T> || is_array_v<T>) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      // Offsets of the parts: prefix sums of their leaf counts.
+      constexpr std::array<std::size_t, sizeof...(I)> counts{leaf_count_v<std::tuple_element_t<I, T>>...};
+      constexpr auto offsets = [&] {
+        std::array<std::size_t, sizeof...(I)> o{};
+        std::size_t sum = 0;
+        for (std::size_t k = 0; k < sizeof...(I); ++k) {
+          o[k] = sum;
+          sum += counts[k];
+        }
+        return o;
+      }();
+      return T{unflatten_at<std::tuple_element_t<I, T>, Offset + offsets[I]>(flat)...};
+    }(std::make_index_sequence<std::tuple_size_v<T>>{});
+  } else if constexpr (tree_traits<T>::custom) {
+    using Tuple = decltype(tree_traits<T>::to_tuple(std::declval<const T&>()));
+    return tree_traits<T>::from_tuple(unflatten_at<Tuple, Offset>(flat));
+  } else {
+    return typename not_a_tree<T>::type{};
+  }
+}
+
+}  // namespace detail
+
+/// The leaves of `tree`, depth first, as a flat tuple of DeviceSpans.
+template <class T>
+[[nodiscard]] flat_t<T> flatten(const T& tree) {
+  return detail::flatten_impl(tree);
+}
+
+/// Rebuilds a T from its flat leaves: unflatten<T>(flatten(t)) == t, leaf by leaf.
+template <class T>
+[[nodiscard]] std::remove_cvref_t<T> unflatten(const flat_t<T>& leaves) {
+  return detail::unflatten_at<std::remove_cvref_t<T>, 0>(leaves);
+}
+
+}  // namespace cugraphs

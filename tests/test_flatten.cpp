@@ -1,0 +1,91 @@
+// Typed tuple flattening: leaf counts, flat types and round trips, at compile time and at
+// run time. Host-only: the spans point at host arrays and are never dereferenced.
+#include "testing.hpp"
+
+#include <cugraphs/flatten.hpp>
+
+#include <array>
+#include <tuple>
+#include <utility>
+
+using cugraphs::DeviceSpan;
+using cugraphs::flat_t;
+using cugraphs::leaf_count_v;
+
+namespace {
+
+struct Particles {  // a user aggregate, opted in below
+  DeviceSpan<float> pos;
+  DeviceSpan<const int> ids;
+};
+
+float storage[64];
+int ids[8];
+
+template <class A, class B>
+bool same_span(A a, B b) {
+  return static_cast<const void*>(a.data()) == static_cast<const void*>(b.data()) && a.size() == b.size();
+}
+
+}  // namespace
+
+template <>
+struct cugraphs::tree_traits<Particles> {
+  static constexpr bool custom = true;
+  static auto to_tuple(const Particles& p) { return std::tuple{p.pos, p.ids}; }
+  static Particles from_tuple(const std::tuple<DeviceSpan<float>, DeviceSpan<const int>>& t) {
+    return {std::get<0>(t), std::get<1>(t)};
+  }
+};
+
+using Leaf = DeviceSpan<float>;
+using CLeaf = DeviceSpan<const float>;
+using Nested = std::tuple<Leaf, std::pair<CLeaf, std::array<Leaf, 3>>, std::tuple<>, std::tuple<DeviceSpan<int>>>;
+
+static_assert(leaf_count_v<Leaf> == 1);
+static_assert(leaf_count_v<std::tuple<>> == 0);
+static_assert(leaf_count_v<std::pair<Leaf, CLeaf>> == 2);
+static_assert(leaf_count_v<std::array<std::pair<Leaf, Leaf>, 4>> == 8);
+static_assert(leaf_count_v<Nested> == 6);
+static_assert(leaf_count_v<Particles> == 2);
+static_assert(leaf_count_v<std::tuple<Particles, std::array<Particles, 2>>> == 6);
+static_assert(std::is_same_v<flat_t<Nested>, std::tuple<Leaf, CLeaf, Leaf, Leaf, Leaf, DeviceSpan<int>>>);
+static_assert(std::is_same_v<flat_t<Particles>, std::tuple<Leaf, DeviceSpan<const int>>>);
+
+TEST_CASE("Flatten: a nested tree flattens depth first and round-trips", "[flatten]") {
+  const Nested tree{Leaf(storage, 1),
+                    {CLeaf(storage + 1, 2), {Leaf(storage + 3, 3), Leaf(storage + 6, 4), Leaf(storage + 10, 5)}},
+                    {},
+                    {DeviceSpan<int>(ids, 6)}};
+  const auto flat = cugraphs::flatten(tree);
+  CHECK(same_span(std::get<0>(flat), Leaf(storage, 1)));
+  CHECK(same_span(std::get<1>(flat), CLeaf(storage + 1, 2)));
+  CHECK(same_span(std::get<2>(flat), Leaf(storage + 3, 3)));
+  CHECK(same_span(std::get<4>(flat), Leaf(storage + 10, 5)));
+  CHECK(same_span(std::get<5>(flat), DeviceSpan<int>(ids, 6)));
+
+  const Nested back = cugraphs::unflatten<Nested>(flat);
+  CHECK(same_span(std::get<0>(back), std::get<0>(tree)));
+  CHECK(same_span(std::get<1>(back).first, std::get<1>(tree).first));
+  for (std::size_t i = 0; i < 3; ++i) CHECK(same_span(std::get<1>(back).second[i], std::get<1>(tree).second[i]));
+  CHECK(same_span(std::get<0>(std::get<3>(back)), DeviceSpan<int>(ids, 6)));
+}
+
+TEST_CASE("Flatten: user aggregates opt in through tree_traits", "[flatten]") {
+  const std::tuple<Particles, std::array<Particles, 2>> tree{
+      {Leaf(storage, 8), DeviceSpan<const int>(ids, 1)},
+      {Particles{Leaf(storage + 8, 8), DeviceSpan<const int>(ids + 1, 1)},
+       Particles{Leaf(storage + 16, 8), DeviceSpan<const int>(ids + 2, 1)}}};
+  const auto flat = cugraphs::flatten(tree);
+  CHECK(same_span(std::get<4>(flat), Leaf(storage + 16, 8)));
+  CHECK(same_span(std::get<5>(flat), DeviceSpan<const int>(ids + 2, 1)));
+  const auto back = cugraphs::unflatten<decltype(tree)>(flat);
+  CHECK(same_span(std::get<1>(back)[1].pos, Leaf(storage + 16, 8)));
+  CHECK(same_span(std::get<0>(back).ids, DeviceSpan<const int>(ids, 1)));
+}
+
+TEST_CASE("Flatten: a single leaf and an empty tree", "[flatten]") {
+  const auto one = cugraphs::flatten(Leaf(storage, 64));
+  CHECK(same_span(std::get<0>(one), Leaf(storage, 64)));
+  CHECK(std::tuple_size_v<decltype(cugraphs::flatten(std::tuple<>{}))> == 0);
+}
