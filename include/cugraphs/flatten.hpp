@@ -128,8 +128,8 @@ T unflatten_at(const Flat& flat) {
   } else if constexpr (is_tuple_like_v<T> || is_array_v<T>) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       // Offsets of the parts: prefix sums of their leaf counts.
-      constexpr std::array<std::size_t, sizeof...(I)> counts{leaf_count_v<std::tuple_element_t<I, T>>...};
-      constexpr auto offsets = [&] {
+      [[maybe_unused]] constexpr std::array<std::size_t, sizeof...(I)> counts{leaf_count_v<std::tuple_element_t<I, T>>...};
+      [[maybe_unused]] constexpr auto offsets = [&] {
         std::array<std::size_t, sizeof...(I)> o{};
         std::size_t sum = 0;
         for (std::size_t k = 0; k < sizeof...(I); ++k) {
