@@ -30,16 +30,19 @@ __global__ void sweep(const float* __restrict__ in, float* __restrict__ out, con
   out[k] = 0.25f * (in[k - 1] + in[k + 1] + in[k - w] + in[k + w] + h2 * f[k]);
 }
 
-// One block, fixed order: the same residual bit for bit on every run.
-__global__ void residual_norm(const float* __restrict__ u, const float* __restrict__ f, int n, float h2,
-                              float* out) {
+// One block, fixed order: the same residual bit for bit on every run. Thread 0 then counts
+// the sweeps, decides whether to go on, and (in the graph) sets the loop's condition.
+__global__ void residual_and_decide(const float* __restrict__ u, const float* __restrict__ f, int n,
+                                    float h2, float* residual, int* sweeps, int batch, float tolerance,
+                                    int max_sweeps, bool* go_on, cugraphs::Condition loop, bool set_loop) {
   __shared__ double partial[1024];
   const int w = n + 2;
   double sum = 0.0;
   for (int idx = threadIdx.x; idx < n * n; idx += blockDim.x) {
     const int k = (idx / n + 1) * w + idx % n + 1;
-    const float r = f[k] + (u[k - 1] + u[k + 1] + u[k - w] + u[k + w] - 4.0f * u[k]) / h2;
-    sum += static_cast<double>(r) * r;
+    const double lap = (static_cast<double>(u[k - 1]) + u[k + 1] + u[k - w] + u[k + w] - 4.0 * u[k]) / h2;
+    const double r = f[k] + lap;
+    sum += r * r;
   }
   partial[threadIdx.x] = sum;
   __syncthreads();
@@ -47,23 +50,33 @@ __global__ void residual_norm(const float* __restrict__ u, const float* __restri
     if (threadIdx.x < s) partial[threadIdx.x] += partial[threadIdx.x + s];
     __syncthreads();
   }
-  if (threadIdx.x == 0) *out = static_cast<float>(sqrt(partial[0]));
+  if (threadIdx.x == 0) {
+    const float r = static_cast<float>(sqrt(partial[0]));
+    *residual = r;
+    *sweeps += batch;
+    const bool more = r > tolerance && *sweeps < max_sweeps;
+    *go_on = more;
+    if (set_loop) loop.set(more);
+  }
 }
 
-__global__ void decide(const float* residual, int* sweeps, int batch, float tolerance, int max_sweeps,
-                       bool* go_on) {
-  *sweeps += batch;
-  *go_on = *residual > tolerance && *sweeps < max_sweeps;
-}
+struct Stop {
+  float tolerance;  // on ||f + lap(u)||_2
+  int max_sweeps;
+};
 
-// `batch` sweeps (an even number, so the result lands back in u), then the residual.
-inline void sweep_batch(const Problem& p, int batch, cudaStream_t s) {
+// `batch` sweeps (an even number, so the result lands back in u), then the residual and the
+// decision; with `loop` set, the decision also sets that loop's condition.
+inline void sweep_batch(const Problem& p, int batch, Stop stop, cudaStream_t s,
+                        const cugraphs::Condition* loop = nullptr) {
   const dim3 threads(32, 8), blocks((p.n + 31) / 32, (p.n + 7) / 8);
   for (int b = 0; b < batch; b += 2) {
     sweep<<<blocks, threads, 0, s>>>(p.u, p.v, p.f, p.n, p.h2);
     sweep<<<blocks, threads, 0, s>>>(p.v, p.u, p.f, p.n, p.h2);
   }
-  residual_norm<<<1, 1024, 0, s>>>(p.u, p.f, p.n, p.h2, p.residual);
+  residual_and_decide<<<1, 1024, 0, s>>>(p.u, p.f, p.n, p.h2, p.residual, p.sweeps, batch, stop.tolerance,
+                                         stop.max_sweeps, p.go_on, loop ? *loop : cugraphs::Condition{},
+                                         loop != nullptr);
   cugraphs::check_launch("Jacobi sweep batch");
 }
 
@@ -110,30 +123,31 @@ struct Buffers {
   cugraphs::DeviceBuffer<bool> go_on;
 };
 
-// The whole solve as one graph: a While node that runs sweep batches until the residual
-// falls under `tolerance` or `max_sweeps` is reached. One replay per solve.
-inline cugraphs::Graph capture_solver(const Problem& p, int batch, float tolerance, int max_sweeps) {
+// The whole solve as one graph: a While node whose body runs a sweep batch and lets the
+// residual kernel decide, through the node's condition, whether to loop again. One replay
+// per solve, no host synchronisation per iteration.
+inline cugraphs::Graph capture_solver(const Problem& p, int batch, Stop stop) {
   cugraphs::Graph g;
   cugraphs::CaptureScope scope(g);
-  cugraphs::ConditionalScope<cugraphs::While> loop(scope, p.go_on);
-  sweep_batch(p, batch, scope.stream());
-  decide<<<1, 1, 0, scope.stream()>>>(p.residual, p.sweeps, batch, tolerance, max_sweeps, p.go_on);
+  cugraphs::ConditionalScope<cugraphs::While> loop(scope, cugraphs::SetByKernels{1});
+  const cugraphs::Condition condition = loop.condition();
+  sweep_batch(p, batch, stop, scope.stream(), &condition);
   loop.end();
   scope.end();
   return g;
 }
 
 // The same solve driven from the host: launch a batch, copy the residual back, decide.
-inline int solve_from_host(const Problem& p, int batch, float tolerance, int max_sweeps, cudaStream_t s) {
+inline int solve_from_host(const Problem& p, int batch, Stop stop, cudaStream_t s) {
   int sweeps = 0;
   float residual = 0.0f;
   do {
-    sweep_batch(p, batch, s);
+    sweep_batch(p, batch, stop, s);
     cugraphs::check(cudaMemcpyAsync(&residual, p.residual, sizeof(float), cudaMemcpyDeviceToHost, s),
                     "copy the residual back");
     cugraphs::check(cudaStreamSynchronize(s), "wait for the residual");
     sweeps += batch;
-  } while (residual > tolerance && sweeps < max_sweeps);
+  } while (residual > stop.tolerance && sweeps < stop.max_sweeps);
   return sweeps;
 }
 
