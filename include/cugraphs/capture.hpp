@@ -6,6 +6,7 @@
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/detail/launchers.hpp>
 #include <cugraphs/error.hpp>
+#include <cugraphs/flatten.hpp>
 #include <cugraphs/memory.hpp>
 #include <cugraphs/stream.hpp>
 
@@ -366,6 +367,31 @@ public:
       detail::throw_cuda(e, "Graph::replay (cudaGraphLaunch)");
   }
 
+  /// The seed's stage_and_launch: copies every leaf of `inputs` onto the matching leaf of
+  /// `static_inputs` (all sizes are checked first; leaves already in place are skipped), one
+  /// cudaMemcpyAsync per leaf, then replays, all on `stream`. GraphedCallable stages inside
+  /// the graph instead, for about the cost of one launch.
+  template <class Statics, class Inputs>
+  void stage_and_launch(const Statics& static_inputs, const Inputs& inputs, cudaStream_t stream) {
+    constexpr std::string_view op = "Graph::stage_and_launch";
+    static_assert(leaf_count_v<Statics> == leaf_count_v<Inputs>,
+                  "cugraphs: stage_and_launch needs as many input leaves as static leaves");
+    const auto to = flatten(static_inputs);
+    const auto from = flatten(inputs);
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      static_assert((std::is_same_v<typename std::tuple_element_t<I, decltype(to)>::value_type,
+                                    typename std::tuple_element_t<I, decltype(from)>::value_type> && ...),
+                    "cugraphs: stage_and_launch: every input leaf must have its static leaf's element type");
+      (check_leaf_size(I, std::get<I>(from).size(), std::get<I>(to).size(), op), ...);
+      (copy_leaf(std::get<I>(to), std::get<I>(from), stream, op), ...);
+    }(std::make_index_sequence<leaf_count_v<Statics>>{});
+    replay(stream);
+  }
+  template <class Statics, class Inputs>
+  void stage_and_launch(const Statics& static_inputs, const Inputs& inputs) {
+    stage_and_launch(static_inputs, inputs, current_stream());
+  }
+
   /// Destroys the executable and the graph and lets go of the pool (whose memory returns
   /// to the device once nothing else holds it). An open capture is aborted. The graph can
   /// capture again afterwards.
@@ -388,6 +414,10 @@ public:
   [[nodiscard]] cudaGraph_t native_graph() const noexcept { return graph_ ? graph_->graph : nullptr; }
   [[nodiscard]] cudaGraphExec_t native_exec() const noexcept { return exec_; }
   [[nodiscard]] bool is_capturing() const noexcept { return capture_ != nullptr; }
+  /// How many conditional scopes are open in the current capture.
+  [[nodiscard]] std::size_t open_conditionals() const noexcept {
+    return capture_ ? capture_->conditionals.size() : 0;
+  }
   [[nodiscard]] bool is_instantiated() const noexcept { return exec_ != nullptr; }
   [[nodiscard]] CaptureMode mode() const noexcept { return mode_; }
   /// The stream of the open capture (nullptr when not capturing).
@@ -400,19 +430,22 @@ public:
   [[nodiscard]] cudaStream_t current_capture_stream() const noexcept {
     if (!capture_) return nullptr;
     const auto& frames = capture_->conditionals;
-    return frames.empty() || frames.back().active < 0 ? capture_->stream : frames.back().stream;
+    if (frames.empty()) return capture_->stream;
+    return frames.back().active < 0 ? frames.back().parent : frames.back().stream;
   }
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   /// Adds an if-node reading `*pred` where the capture stands, and captures its body until
   /// end_capture_to_conditional_node(); current_stream() is the body's stream meanwhile.
   void begin_capture_to_if_node(const bool* pred) {
+    if (pred == nullptr) detail::throw_misuse("Graph::begin_capture_to_if_node", "the flag pointer is null");
     (void)open_conditional(detail::ConditionalKind::If, pred, 1, 1, 0, "Graph::begin_capture_to_if_node");
   }
 
   /// Adds a while-node reading `*pred` before the first iteration and at the end of every
   /// iteration, and captures its body until end_capture_to_conditional_node().
   void begin_capture_to_while_node(const bool* pred) {
+    if (pred == nullptr) detail::throw_misuse("Graph::begin_capture_to_while_node", "the flag pointer is null");
     (void)open_conditional(detail::ConditionalKind::While, pred, 1, 1, 0,
                            "Graph::begin_capture_to_while_node");
   }
@@ -455,7 +488,10 @@ public:
     frame.body_count = bodies;
     frame.captured.assign(bodies, false);
     frame.parent = parent;
-    frame.stream = detail::body_stream(device_, frames.size());
+    // Every conditional body open on this thread, in any capture, needs its own stream.
+    std::size_t depth = 0;
+    for (const auto* c : detail::tls_captures) depth += c->conditionals.size();
+    frame.stream = detail::body_stream(device_, depth);
     frame.previous_current = detail::tls_current_stream;
     frame.refresh = kind == detail::ConditionalKind::While ? flag : nullptr;
     try {
@@ -594,6 +630,21 @@ private:
   }
 #endif
 
+  static void check_leaf_size(std::size_t i, std::size_t given, std::size_t expected, std::string_view op) {
+    if (given != expected)
+      detail::throw_misuse(op, "input leaf {} has {} elements but its static leaf has {}; nothing was "
+                               "staged or launched",
+                           i, given, expected);
+  }
+
+  template <class To, class From>
+  static void copy_leaf(To to, From from, cudaStream_t stream, std::string_view op) {
+    if (from.size() == 0 || static_cast<const void*>(from.data()) == static_cast<const void*>(to.data())) return;
+    detail::check(cudaMemcpyAsync(const_cast<void*>(static_cast<const void*>(to.data())), from.data(),
+                                  from.size_bytes(), cudaMemcpyDeviceToDevice, stream),
+                  fmt::format("{}: cudaMemcpyAsync", op));
+  }
+
   // Pops the open capture from this thread's record and closes it on the pool.
   void close_capture() noexcept {
     std::erase(detail::tls_captures, capture_.get());
@@ -686,11 +737,18 @@ public:
   /// Ends the capture and instantiates now. After a failure the scope is closed and the
   /// graph empty and reusable.
   void end() {
-    if (!open_) detail::throw_misuse("CaptureScope::end", "the scope has already ended");
+    constexpr std::string_view op = "CaptureScope::end";
+    if (!open_) detail::throw_misuse(op, "the scope has already ended");
+    if (!graph_->is_capturing()) {
+      restore();
+      detail::throw_misuse(op, "the capture was aborted (an exception left a conditional scope, or "
+                               "capture_abort() was called)");
+    }
+    if (const std::size_t n = graph_->open_conditionals(); n != 0)  // the scope stays open
+      detail::throw_misuse(op, "{} conditional scope(s) are still open; close them (innermost first) "
+                               "before ending the capture",
+                           n);
     restore();
-    if (!graph_->is_capturing())
-      detail::throw_misuse("CaptureScope::end", "the capture was aborted (an exception left a "
-                                                "conditional scope, or capture_abort() was called)");
     graph_->capture_end();
   }
 

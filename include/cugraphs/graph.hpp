@@ -7,6 +7,8 @@
 #include <cugraphs/memory.hpp>
 #include <cugraphs/capture.hpp>
 #include <cugraphs/conditional.hpp>
+#include <cugraphs/flatten.hpp>
+#include <cugraphs/graphed.hpp>
 
 #if defined(__CUDACC__)
 #  include <cugraphs/detail/kernels.cuh>

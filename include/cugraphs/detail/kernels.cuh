@@ -4,6 +4,9 @@
 #include <cugraphs/config.hpp>
 #include <cugraphs/detail/launchers.hpp>
 
+#include <cstddef>
+#include <cstdint>
+
 #if !defined(__CUDACC__)
 #  error "cugraphs/detail/kernels.cuh is device code: include it only from sources compiled by nvcc"
 #endif
@@ -33,5 +36,54 @@ cudaError_t launch_set_condition_kernel(cudaGraphConditionalHandle handle, const
   return true;
 }();
 #endif
+
+// Head of a graphed callable: copies this launch's sources into the static buffers. Grid:
+// (chunks, leaves). The ring lives in pinned host memory, so it is read past the caches.
+template <int = 0>
+__global__ void stage_inputs_kernel(StageArgs a) {
+  const unsigned leaf = blockIdx.y;
+  const unsigned long long slot = *a.launches % a.slots;
+  const unsigned long long raw =
+      __ldcv(reinterpret_cast<const unsigned long long*>(a.ring) + slot * a.leaves + leaf);
+  if (raw == 0) return;  // aliased input: nothing to copy
+  const void* src = reinterpret_cast<const void*>(raw);
+  const StageTarget t = a.targets[leaf];
+  const std::size_t start = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;
+  if (((reinterpret_cast<std::uintptr_t>(src) | reinterpret_cast<std::uintptr_t>(t.dst)) % 16) == 0) {
+    const std::size_t vectors = t.bytes / 16;
+    for (std::size_t i = start; i < vectors; i += stride)
+      static_cast<uint4*>(t.dst)[i] = static_cast<const uint4*>(src)[i];
+    for (std::size_t i = vectors * 16 + start; i < t.bytes; i += stride)
+      static_cast<unsigned char*>(t.dst)[i] = static_cast<const unsigned char*>(src)[i];
+  } else {
+    for (std::size_t i = start; i < t.bytes; i += stride)
+      static_cast<unsigned char*>(t.dst)[i] = static_cast<const unsigned char*>(src)[i];
+  }
+}
+
+// Tail of a graphed callable: one more launch is done.
+template <int = 0>
+__global__ void stage_done_kernel(StageArgs a) {
+  const unsigned long long done = *a.launches + 1;
+  *a.launches = done;
+  *reinterpret_cast<volatile unsigned long long*>(a.host_done) = done;
+  __threadfence_system();
+}
+
+template <int = 0>
+cudaError_t launch_stage_kernel(const StageArgs& a, bool tail, cudaStream_t stream) {
+  if (tail) {
+    stage_done_kernel<<<1, 1, 0, stream>>>(a);
+  } else {
+    stage_inputs_kernel<<<dim3(a.chunks, a.leaves), 256, 0, stream>>>(a);
+  }
+  return cudaGetLastError();
+}
+
+[[maybe_unused]] static const bool stage_registered = [] {
+  stage_launcher.store(&launch_stage_kernel<>, std::memory_order_release);
+  return true;
+}();
 
 }  // namespace cugraphs::detail

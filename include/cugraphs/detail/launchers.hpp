@@ -3,19 +3,52 @@
 // registers them here; host code compiled by another compiler then reaches them too.
 #pragma once
 
+#include <cugraphs/config.hpp>
 #include <cugraphs/error.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstddef>
 
 namespace cugraphs::detail {
 
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
 // Sets `handle` from the flag at `flag` (`width` bytes: 1 for bool, 4 for unsigned).
 using SetConditionLauncher = cudaError_t (*)(cudaGraphConditionalHandle handle, const void* flag,
                                              unsigned width, cudaStream_t stream);
 
 inline std::atomic<SetConditionLauncher> set_condition_launcher{nullptr};
+
+// Staging of a graphed callable's inputs, as two kernels at the head and the tail of its
+// graph. The head reads this launch's slot of a ring of source pointers in pinned host
+// memory (written by the host just before the launch) and copies every non-null source to
+// its static buffer; the tail counts the launch, on the device and in pinned memory, so the
+// host knows which slots are free again.
+struct StageTarget {
+  void* dst;
+  std::size_t bytes;
+};
+struct StageArgs {
+  const void* const* ring;          // slots x leaves source pointers (pinned, mapped)
+  unsigned leaves;
+  unsigned slots;
+  const StageTarget* targets;       // leaves entries (device)
+  unsigned long long* launches;     // launches done (device)
+  unsigned long long* host_done;    // launches done, mirrored to pinned memory
+  unsigned chunks;                  // blocks per leaf
+};
+using StageLauncher = cudaError_t (*)(const StageArgs& args, bool tail, cudaStream_t stream);
+inline std::atomic<StageLauncher> stage_launcher{nullptr};
+
+inline void launch_stage(const StageArgs& args, bool tail, cudaStream_t stream, std::string_view op) {
+  const StageLauncher launch = stage_launcher.load(std::memory_order_acquire);
+  if (launch == nullptr)
+    throw_misuse(op, "staging inputs launches a kernel, and no translation unit of this program "
+                     "compiled by nvcc includes <cugraphs/graph.hpp>; compile at least one that "
+                     "does with nvcc");
+  check(launch(args, tail, stream), fmt::format("{}: launching the staging kernel", op));
+}
 
 inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
                                  cudaStream_t stream, std::string_view op) {
@@ -26,5 +59,6 @@ inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* 
                      "at least one that does with nvcc");
   check(launch(handle, flag, width, stream), fmt::format("{}: launching the condition kernel", op));
 }
+#endif
 
 }  // namespace cugraphs::detail

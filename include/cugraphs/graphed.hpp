@@ -1,0 +1,411 @@
+// GraphedCallable<F, Args...>: a callable captured once into a graph, called with inputs
+// that are staged onto its static buffers inside the graph itself, so that a call costs
+// about one graph launch whatever the number of inputs.
+#pragma once
+
+#include <cugraphs/capture.hpp>
+#include <cugraphs/detail/launchers.hpp>
+#include <cugraphs/flatten.hpp>
+#include <cugraphs/memory.hpp>
+#include <cugraphs/stream.hpp>
+
+#include <algorithm>
+#include <cstring>
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+namespace cugraphs {
+
+/// How graphed callables are made.
+struct GraphedOptions {
+  int warmup_iters = 3;            ///< eager calls on the capture stream before capturing
+  std::optional<PoolHandle> pool;  ///< none: a fresh private pool
+  CaptureMode mode = CaptureMode::Global;
+};
+
+namespace detail {
+
+// The structure a graphed callable returns: DeviceBuffer leaves become DeviceSpans.
+template <class T>
+struct span_tree {
+  using type = T;
+};
+template <class T>
+struct span_tree<DeviceBuffer<T>> {
+  using type = DeviceSpan<T>;
+};
+template <class... Ts>
+struct span_tree<std::tuple<Ts...>> {
+  using type = std::tuple<typename span_tree<Ts>::type...>;
+};
+template <class A, class B>
+struct span_tree<std::pair<A, B>> {
+  using type = std::pair<typename span_tree<A>::type, typename span_tree<B>::type>;
+};
+template <class T, std::size_t N>
+struct span_tree<std::array<T, N>> {
+  using type = std::array<typename span_tree<T>::type, N>;
+};
+template <>
+struct span_tree<void> {
+  using type = std::tuple<>;
+};
+template <class T>
+using span_tree_t = typename span_tree<std::remove_cvref_t<T>>::type;
+
+using Owners = std::vector<std::shared_ptr<void>>;
+
+// Moves every DeviceBuffer of `tree` into `owners` and returns the tree with spans.
+template <class T>
+span_tree_t<T> take_outputs(T&& tree, Owners& owners) {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (is_buffer_v<U>) {
+    auto owned = std::make_shared<U>(std::forward<T>(tree));
+    const auto span = owned->span();
+    owners.push_back(std::move(owned));
+    return span;
+  } else if constexpr (is_tuple_like_v<U> || is_array_v<U>) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return span_tree_t<U>{take_outputs(std::get<I>(std::forward<T>(tree)), owners)...};
+    }(std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else {
+    static_assert(leaf_count_v<U> >= 0);  // a tree of spans, or not_a_tree names the type
+    return tree;
+  }
+}
+
+template <class Flat>
+inline constexpr bool all_spans_v = false;
+template <class... Ts>
+inline constexpr bool all_spans_v<std::tuple<Ts...>> = (is_span_v<Ts> && ...);
+
+struct BuildTag {};
+
+// Whether arguments of types Given bind to parameters Params (same count, each convertible).
+template <class Params, class Given>
+inline constexpr bool accepts_v = false;
+template <class... P, class... G>
+  requires(sizeof...(P) == sizeof...(G))
+inline constexpr bool accepts_v<std::tuple<P...>, std::tuple<G...>> = (std::is_convertible_v<G, P> && ...);
+
+// Pinned, mapped host memory: the staging ring and the launch counter the device mirrors.
+class PinnedBlock {
+public:
+  explicit PinnedBlock(std::size_t bytes) {
+    check(cudaHostAlloc(&p_, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
+          "graphed callable: cudaHostAlloc of the staging ring");
+    std::memset(p_, 0, bytes);
+  }
+  ~PinnedBlock() {
+    if (p_ != nullptr) report_in_destructor(cudaFreeHost(p_), "cudaFreeHost (staging ring)");
+  }
+  PinnedBlock(PinnedBlock&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  PinnedBlock& operator=(PinnedBlock&&) = delete;
+  PinnedBlock(const PinnedBlock&) = delete;
+  PinnedBlock& operator=(const PinnedBlock&) = delete;
+  [[nodiscard]] void* get() const noexcept { return p_; }
+
+private:
+  void* p_ = nullptr;
+};
+
+template <class F, class... Args>
+void warm_up(F& f, int iterations, const Args&... samples) {
+  if (iterations < 0)
+    throw_misuse("make_graphed_callable", "warmup_iters is {}; it must be 0 or more", iterations);
+  const cudaStream_t s = capture_stream();
+  StreamGuard on(s);
+  for (int i = 0; i < iterations; ++i) {
+    if constexpr (std::is_void_v<std::invoke_result_t<F&, const Args&...>>) {
+      std::invoke(f, samples...);
+    } else {
+      auto discarded = std::invoke(f, samples...);  // buffers it returns are freed here
+      (void)discarded;
+    }
+  }
+  check(cudaStreamSynchronize(s), "make_graphed_callable: waiting for the warm-up calls");
+}
+
+}  // namespace detail
+
+/// A callable captured into a graph with static input and output surfaces. Calling it
+/// checks every input's size (before anything is enqueued), stages the inputs onto the
+/// static buffers (inputs already at their static buffer's address are not copied) and
+/// replays the graph, all in about one graph launch's host cost, and returns the static
+/// outputs (overwritten by the next call). Calls must be ordered: on one stream, or on
+/// streams the caller orders.
+template <class F, class... Args>
+class GraphedCallable {
+public:
+  using Result = std::invoke_result_t<F&, const Args&...>;
+  /// What calls return: f's result with every DeviceBuffer leaf as a DeviceSpan.
+  using Outputs = detail::span_tree_t<Result>;
+  using FlatInputs = decltype(std::tuple_cat(std::declval<flat_t<Args>>()...));
+  static constexpr std::size_t input_leaves = std::tuple_size_v<FlatInputs>;
+
+  static_assert(detail::all_spans_v<FlatInputs>,
+                "cugraphs: graphed callable inputs must be DeviceSpan<T> leaves (pass buffer.span() "
+                "for a DeviceBuffer)");
+
+  GraphedCallable(detail::BuildTag, F f, const GraphedOptions& opts, const PoolHandle& pool,
+                  const Args&... samples)
+      : f_(std::move(f)), pinned_(ring_bytes()) {
+    ring_ = static_cast<const void**>(pinned_.get());
+    host_done_ = reinterpret_cast<volatile unsigned long long*>(ring_ + kSlots * std::max<std::size_t>(input_leaves, 1));
+    const auto sample_leaves = std::tuple_cat(flatten(samples)...);
+    std::array<detail::StageTarget, input_leaves> targets{};
+    std::size_t max_bytes = 0;
+    {
+      CaptureOptions co;
+      co.pool = pool;
+      co.mode = opts.mode;
+      CaptureScope scope(graph_, co);
+      // Static inputs from the graph's pool, shaped like the samples.
+      FlatInputs statics = make_statics(sample_leaves, std::make_index_sequence<input_leaves>{});
+      static_inputs_.emplace(rebuild_inputs(statics, std::index_sequence_for<Args...>{}));
+      for_each_leaf(statics, [&](std::size_t i, auto leaf) {
+        targets[i] = {const_cast<void*>(static_cast<const void*>(leaf.data())), leaf.size_bytes()};
+        static_ptrs_[i] = leaf.data();
+        static_sizes_[i] = leaf.size();
+        max_bytes = std::max(max_bytes, leaf.size_bytes());
+      });
+      targets_ = DeviceBuffer<detail::StageTarget>(std::max<std::size_t>(input_leaves, 1));
+      launches_ = DeviceBuffer<unsigned long long>(1);
+      args_ = {ring_, static_cast<unsigned>(input_leaves), kSlots, targets_.data(), launches_.data(),
+               const_cast<unsigned long long*>(host_done_),
+               static_cast<unsigned>(std::clamp<std::size_t>(max_bytes / (256 * 16 * 4), 1, 64))};
+      if constexpr (input_leaves > 0) detail::launch_stage(args_, false, scope.stream(), "make_graphed_callable");
+      if constexpr (std::is_void_v<Result>) {
+        std::apply(f_, *static_inputs_);
+        outputs_.emplace();
+      } else {
+        outputs_.emplace(detail::take_outputs(std::apply(f_, *static_inputs_), owners_));
+      }
+      detail::launch_stage(args_, true, scope.stream(), "make_graphed_callable");
+      scope.end();
+    }
+    // The tables the staging kernels read, and the samples' values in the static inputs.
+    const cudaStream_t s = capture_stream();
+    if constexpr (input_leaves > 0)
+      detail::check(cudaMemcpyAsync(targets_.data(), targets.data(), sizeof(targets), cudaMemcpyHostToDevice, s),
+                    "make_graphed_callable: staging table");
+    detail::check(cudaMemsetAsync(launches_.data(), 0, sizeof(unsigned long long), s),
+                  "make_graphed_callable: launch counter");
+    for_each_leaf(sample_leaves, [&](std::size_t i, auto leaf) {
+      if (leaf.size_bytes() != 0 && leaf.data() != static_ptrs_[i])
+        detail::check(cudaMemcpyAsync(targets[i].dst, leaf.data(), leaf.size_bytes(), cudaMemcpyDeviceToDevice, s),
+                      "make_graphed_callable: copying a sample into its static input");
+    });
+    detail::check(cudaStreamSynchronize(s), "make_graphed_callable: initialising the static inputs");
+  }
+
+  GraphedCallable(GraphedCallable&& o) noexcept
+      : f_(std::move(o.f_)), pinned_(std::move(o.pinned_)), ring_(std::exchange(o.ring_, nullptr)),
+        host_done_(std::exchange(o.host_done_, nullptr)), owners_(std::move(o.owners_)),
+        targets_(std::move(o.targets_)), launches_(std::move(o.launches_)), graph_(std::move(o.graph_)),
+        static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
+        static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), args_(o.args_),
+        calls_(std::exchange(o.calls_, 0)), copies_(o.copies_), last_stream_(o.last_stream_) {}
+  GraphedCallable& operator=(GraphedCallable&&) = delete;
+  GraphedCallable(const GraphedCallable&) = delete;
+  GraphedCallable& operator=(const GraphedCallable&) = delete;
+
+  ~GraphedCallable() {
+    // The device may still read the staging ring: wait for the calls in flight.
+    if (ring_ == nullptr) return;
+    while (*host_done_ < calls_) {
+      const cudaError_t e = cudaStreamQuery(last_stream_);
+      if (e != cudaSuccess && e != cudaErrorNotReady) {
+        detail::report_in_destructor(e, "GraphedCallable: waiting for calls in flight");
+        break;
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  /// Stages `inputs` and replays on current_stream(); returns the static outputs.
+  const Outputs& operator()(const Args&... inputs) { return stage_and_launch(current_stream(), inputs...); }
+  /// The same on `stream`.
+  const Outputs& operator()(cudaStream_t stream, const Args&... inputs) { return stage_and_launch(stream, inputs...); }
+  const Outputs& stage_and_launch(const Args&... inputs) { return stage_and_launch(current_stream(), inputs...); }
+
+  /// Any other argument list is a compile-time error that says so.
+  template <class... Other>
+    requires(!detail::accepts_v<std::tuple<const Args&...>, std::tuple<Other...>> &&
+             !detail::accepts_v<std::tuple<cudaStream_t, const Args&...>, std::tuple<Other...>>)
+  const Outputs& operator()(Other&&...) {
+    static_assert(detail::always_false_v<std::tuple<Other...>>,
+                  "cugraphs: this GraphedCallable was called with arguments that do not match its "
+                  "Args... (the types of the sample arguments it was made with): the number or the "
+                  "types differ. Pass DeviceSpans of the same element types and nesting, optionally "
+                  "after a cudaStream_t.");
+    return *outputs_;
+  }
+
+  const Outputs& stage_and_launch(cudaStream_t stream, const Args&... inputs) {
+    constexpr std::string_view op = "GraphedCallable";
+    if (ring_ == nullptr) detail::throw_misuse(op, "this GraphedCallable was moved from");
+    const FlatInputs leaves = std::tuple_cat(flatten(inputs)...);
+    for_each_leaf(leaves, [&](std::size_t i, auto leaf) {
+      if (leaf.size() != static_sizes_[i])
+        detail::throw_misuse(op, "input leaf {} has {} elements but its static buffer has {}; nothing "
+                                 "was staged or launched",
+                             i, leaf.size(), static_sizes_[i]);
+    });
+    if constexpr (input_leaves > 0) {
+      wait_for_slot(stream);
+      const void** slot = ring_ + (calls_ % kSlots) * input_leaves;
+      for_each_leaf(leaves, [&](std::size_t i, auto leaf) {
+        const void* src = leaf.data();
+        const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
+        slot[i] = copy ? src : nullptr;
+        copies_ += copy ? 1 : 0;
+      });
+    }
+    graph_.replay(stream);
+    ++calls_;
+    last_stream_ = stream;
+    return *outputs_;
+  }
+
+  /// The static inputs f was captured with (buffers from the graph's pool).
+  [[nodiscard]] const std::tuple<Args...>& static_inputs() const noexcept { return *static_inputs_; }
+  /// The static outputs every call overwrites.
+  [[nodiscard]] const Outputs& static_outputs() const noexcept { return *outputs_; }
+  /// The captured graph (replaying it directly would bypass staging, hence const).
+  [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
+  /// How many input leaves calls have copied so far (aliased inputs are not copied).
+  [[nodiscard]] std::uint64_t staged_copies() const noexcept { return copies_; }
+  [[nodiscard]] std::uint64_t calls() const noexcept { return calls_; }
+
+private:
+  static constexpr unsigned kSlots = 64;
+
+  static constexpr std::size_t ring_bytes() {
+    return kSlots * std::max<std::size_t>(input_leaves, 1) * sizeof(void*) + 64;
+  }
+
+  template <class Tuple, class Fn>
+  static void for_each_leaf(const Tuple& t, Fn&& fn) {
+    [&]<std::size_t... I>(std::index_sequence<I...>) {
+      (fn(I, std::get<I>(t)), ...);
+    }(std::make_index_sequence<std::tuple_size_v<Tuple>>{});
+  }
+
+  template <class Samples, std::size_t... I>
+  FlatInputs make_statics(const Samples& samples, std::index_sequence<I...>) {
+    return FlatInputs{static_leaf<std::tuple_element_t<I, FlatInputs>>(std::get<I>(samples).size())...};
+  }
+
+  template <class Leaf>
+  Leaf static_leaf(std::size_t count) {
+    using Value = typename Leaf::value_type;
+    auto buffer = std::make_shared<DeviceBuffer<Value>>(count);
+    Leaf leaf(buffer->data(), count);
+    owners_.push_back(std::move(buffer));
+    return leaf;
+  }
+
+  template <std::size_t... A>
+  static std::tuple<Args...> rebuild_inputs(const FlatInputs& statics, std::index_sequence<A...>) {
+    constexpr std::array<std::size_t, sizeof...(Args)> counts{leaf_count_v<Args>...};
+    constexpr auto offsets = [&] {
+      std::array<std::size_t, sizeof...(Args)> o{};
+      std::size_t sum = 0;
+      for (std::size_t k = 0; k < sizeof...(Args); ++k) {
+        o[k] = sum;
+        sum += counts[k];
+      }
+      return o;
+    }();
+    return std::tuple<Args...>{detail::unflatten_at<Args, offsets[A]>(statics)...};
+  }
+
+  // A slot is free again once the launch that used it kSlots calls ago has finished.
+  void wait_for_slot(cudaStream_t stream) {
+    for (unsigned spins = 1; calls_ - *host_done_ >= kSlots; ++spins) {
+      if (spins % 256 == 0) {
+        const cudaError_t e = cudaStreamQuery(stream);
+        if (e != cudaSuccess && e != cudaErrorNotReady)
+          detail::throw_cuda(e, "GraphedCallable: waiting for a free staging slot");
+      }
+      std::this_thread::yield();
+    }
+  }
+
+  F f_;
+  detail::PinnedBlock pinned_;  // before graph_: destroyed after the graph's executable
+  const void** ring_ = nullptr;
+  volatile unsigned long long* host_done_ = nullptr;
+  detail::Owners owners_;  // static inputs and output buffers
+  DeviceBuffer<detail::StageTarget> targets_;
+  DeviceBuffer<unsigned long long> launches_;
+  Graph graph_;
+  std::optional<std::tuple<Args...>> static_inputs_;
+  std::optional<Outputs> outputs_;
+  std::array<const void*, input_leaves> static_ptrs_{};
+  std::array<std::size_t, input_leaves> static_sizes_{};
+  detail::StageArgs args_{};
+  std::uint64_t calls_ = 0;
+  std::uint64_t copies_ = 0;
+  cudaStream_t last_stream_ = nullptr;
+};
+
+/// Warms `f` up (opts.warmup_iters eager calls on the capture stream), captures
+/// f(static inputs shaped like `samples`) and returns the callable.
+template <class F, class... Args>
+[[nodiscard]] GraphedCallable<std::decay_t<F>, Args...> make_graphed_callable(const GraphedOptions& opts, F&& f,
+                                                                              const Args&... samples) {
+  std::decay_t<F> fn(std::forward<F>(f));
+  detail::warm_up(fn, opts.warmup_iters, samples...);
+  const PoolHandle pool = opts.pool ? *opts.pool : graph_pool_handle();
+  return GraphedCallable<std::decay_t<F>, Args...>(detail::BuildTag{}, std::move(fn), opts, pool, samples...);
+}
+
+/// The same with default options.
+template <class F, class... Args>
+  requires(!std::same_as<std::remove_cvref_t<F>, GraphedOptions>)
+[[nodiscard]] GraphedCallable<std::decay_t<F>, Args...> make_graphed_callable(F&& f, const Args&... samples) {
+  return make_graphed_callable(GraphedOptions{}, std::forward<F>(f), samples...);
+}
+
+/// Warms up every callable, then captures them in the given (live) order into one shared
+/// pool. `samples` holds one tuple of sample arguments per callable.
+template <class... Fs, class... Samples>
+[[nodiscard]] auto make_graphed_callables(std::tuple<Fs...> fs, const std::tuple<Samples...>& samples,
+                                          const GraphedOptions& opts = {}) {
+  static_assert(sizeof...(Fs) == sizeof...(Samples), "make_graphed_callables: one tuple of sample "
+                                                     "arguments per callable");
+  constexpr auto indices = std::index_sequence_for<Fs...>{};
+  auto warm = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+    std::apply([&](const auto&... a) { detail::warm_up(std::get<I>(fs), opts.warmup_iters, a...); },
+               std::get<I>(samples));
+  };
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (warm(std::integral_constant<std::size_t, I>{}), ...);
+  }(indices);
+  const PoolHandle pool = opts.pool ? *opts.pool : graph_pool_handle();
+  auto make = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
+    return std::apply(
+        [&](const auto&... a) {
+          using G = GraphedCallable<std::tuple_element_t<I, std::tuple<Fs...>>, std::remove_cvref_t<decltype(a)>...>;
+          return G(detail::BuildTag{}, std::move(std::get<I>(fs)), opts, pool, a...);
+        },
+        std::get<I>(samples));
+  };
+  // Braced initialisation runs left to right: the captures happen in the given order.
+  return [&]<std::size_t... I>(std::index_sequence<I...>) {
+    return std::tuple<decltype(make(std::integral_constant<std::size_t, I>{}))...>{
+        make(std::integral_constant<std::size_t, I>{})...};
+  }(indices);
+}
+
+}  // namespace cugraphs

@@ -1,0 +1,243 @@
+// GraphedCallable on the GPU: results bitwise equal to eager calls, size checks, aliasing,
+// shared pools across chained callables, warm-up counts and pool allocations.
+#include "kernels.cuh"
+#include "testing.hpp"
+
+#include <cugraphs/graph.hpp>
+
+#include <array>
+#include <tuple>
+#include <utility>
+
+using namespace cugraphs_test;
+using cugraphs::DeviceBuffer;
+using cugraphs::DeviceSpan;
+
+namespace {
+
+using In = DeviceSpan<const float>;
+using Out = DeviceSpan<float>;
+constexpr std::size_t kN = 5000;  // not a multiple of the block size
+
+__global__ void mix(float* out, const float* a, const float* b, std::size_t n, float k) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = a[i] * k + __sinf(b[i]);
+}
+
+// Ten kernels over three nested inputs; returns a buffer it allocates and a span of memory
+// that outlives the capture.
+struct Model {
+  Out persistent;
+  int* calls;
+  std::tuple<DeviceBuffer<float>, Out> operator()(In a, std::pair<In, In> bc, std::tuple<std::array<In, 2>> de) const {
+    ++*calls;
+    const cudaStream_t s = cugraphs::current_stream();
+    const std::size_t n = a.size();
+    DeviceBuffer<float> t(n), result(n);
+    mix<<<blocks_for(n), kThreads, 0, s>>>(t.data(), a.data(), bc.first.data(), n, 0.5f);
+    mix<<<blocks_for(n), kThreads, 0, s>>>(result.data(), bc.second.data(), t.data(), n, -1.5f);
+    for (int k = 0; k < 4; ++k) step_kernel<<<blocks_for(n), kThreads, 0, s>>>(result.data(), n, k);
+    const auto& [d, e] = std::get<0>(de);
+    mix<<<blocks_for(n), kThreads, 0, s>>>(t.data(), d.data(), result.data(), n, 2.0f);
+    mix<<<blocks_for(n), kThreads, 0, s>>>(persistent.data(), e.data(), t.data(), n, 0.25f);
+    for (int k = 4; k < 6; ++k) step_kernel<<<blocks_for(n), kThreads, 0, s>>>(persistent.data(), n, k);
+    cugraphs::check_launch("Model");
+    return {std::move(result), persistent};
+  }
+};
+
+struct Inputs {
+  std::array<DeviceBuffer<float>, 5> buffers;
+  explicit Inputs(std::uint32_t seed) {
+    for (std::size_t i = 0; i < buffers.size(); ++i) {
+      buffers[i] = DeviceBuffer<float>(kN);
+      buffers[i].copy_from_host(random_floats(kN, seed * 10 + static_cast<std::uint32_t>(i)));
+    }
+  }
+  In a() const { return buffers[0]; }
+  std::pair<In, In> bc() const { return {buffers[1], buffers[2]}; }
+  std::tuple<std::array<In, 2>> de() const { return {{In(buffers[3]), In(buffers[4])}}; }
+};
+
+std::vector<float> host(Out s) {
+  std::vector<float> v(s.size());
+  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDeviceToHost), "read back");
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("GraphedCallable: 100 calls with fresh inputs give bitwise the eager outputs", "[graphed][gpu]") {
+  DeviceBuffer<float> persistent(kN);
+  int calls = 0;
+  Model model{persistent, &calls};
+  const Inputs samples(1);
+  auto g = cugraphs::make_graphed_callable(model, samples.a(), samples.bc(), samples.de());
+  CHECK(calls == 3 + 1);  // warm-up and capture
+  std::size_t nodes = 0;
+  cugraphs::check(cudaGraphGetNodes(g.graph().native_graph(), nullptr, &nodes), "count nodes");
+  CHECK(nodes == 10 + 2);  // f's kernels, staging head and tail
+
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  for (int call = 0; call < 100; ++call) {
+    const Inputs fresh(100 + call);
+    const auto& [first, second] = g(fresh.a(), fresh.bc(), fresh.de());
+    const auto graphed_first = host(first), graphed_second = host(second);
+    auto eager = model(fresh.a(), fresh.bc(), fresh.de());
+    REQUIRE(bitwise_equal(graphed_first, host(std::get<0>(eager).span())));
+    REQUIRE(bitwise_equal(graphed_second, host(std::get<1>(eager))));
+  }
+  CHECK(calls == 4 + 100);  // the eager references only
+  CHECK(g.calls() == 100);
+  CHECK(g.staged_copies() == 500);
+}
+
+TEST_CASE("GraphedCallable: a size mismatch is an Error and leaves the static inputs unchanged",
+          "[graphed][gpu]") {
+  DeviceBuffer<float> persistent(kN);
+  int calls = 0;
+  const Inputs samples(2);
+  auto g = cugraphs::make_graphed_callable(Model{persistent, &calls}, samples.a(), samples.bc(), samples.de());
+  const Inputs fresh(3);
+  (void)g(fresh.a(), fresh.bc(), fresh.de());
+  const auto statics_before = host(Out(const_cast<float*>(std::get<0>(g.static_inputs()).data()), kN));
+  DeviceBuffer<float> shorter(kN - 1);
+  const auto e = expect_error([&] { (void)g(fresh.a(), {fresh.bc().first, shorter.span()}, fresh.de()); });
+  CHECK(e.code() == cudaSuccess);
+  CHECK(contains(e.what(), "input leaf 2 has 4999 elements but its static buffer has 5000"));
+  cugraphs::check(cudaDeviceSynchronize(), "sync");
+  CHECK(bitwise_equal(host(Out(const_cast<float*>(std::get<0>(g.static_inputs()).data()), kN)), statics_before));
+  CHECK(g.calls() == 1);
+  (void)g(fresh.a(), fresh.bc(), fresh.de());  // still usable
+  CHECK(g.calls() == 2);
+}
+
+TEST_CASE("GraphedCallable: inputs already at their static buffers are not copied", "[graphed][gpu]") {
+  DeviceBuffer<float> persistent(kN);
+  int calls = 0;
+  Model model{persistent, &calls};
+  const Inputs samples(4);
+  auto g = cugraphs::make_graphed_callable(model, samples.a(), samples.bc(), samples.de());
+  const auto& [sa, sbc, sde] = g.static_inputs();
+  const auto& outputs = g(sa, sbc, sde);  // every input aliased
+  CHECK(g.staged_copies() == 0);
+  const auto graphed = host(std::get<0>(outputs));
+  // The statics hold the samples' values: the same result as the samples eagerly.
+  auto eager = model(samples.a(), samples.bc(), samples.de());
+  CHECK(bitwise_equal(graphed, host(std::get<0>(eager).span())));
+  const Inputs fresh(5);
+  (void)g(sa, fresh.bc(), sde);  // two of five leaves copied
+  CHECK(g.staged_copies() == 2);
+}
+
+TEST_CASE("GraphedCallable: chained callables share one pool, reserve less, and match eager",
+          "[graphed][pool][gpu]") {
+  constexpr std::size_t n = 1 << 20;  // 4 MiB temporaries
+  auto stage1 = [](In x) {
+    DeviceBuffer<float> temp(4 * n), out(n);
+    copy_kernel<<<blocks_for(n), kThreads, 0, cugraphs::current_stream()>>>(temp.data(), x.data(), n);
+    affine_kernel<<<blocks_for(n), kThreads, 0, cugraphs::current_stream()>>>(temp.data(), n, 2.0f, 1.0f);
+    copy_kernel<<<blocks_for(n), kThreads, 0, cugraphs::current_stream()>>>(out.data(), temp.data(), n);
+    return out;
+  };
+  auto stage2 = [](In y) {
+    DeviceBuffer<float> temp(4 * n), out(n);
+    copy_kernel<<<blocks_for(n), kThreads, 0, cugraphs::current_stream()>>>(temp.data(), y.data(), n);
+    step_kernel<<<blocks_for(n), kThreads, 0, cugraphs::current_stream()>>>(temp.data(), n, 3);
+    copy_kernel<<<blocks_for(n), kThreads, 0, cugraphs::current_stream()>>>(out.data(), temp.data(), n);
+    return out;
+  };
+  DeviceBuffer<float> x(n), y(n);
+  x.copy_from_host(random_floats(n, 9));
+  y.copy_from_host(random_floats(n, 10));
+  auto [g1, g2] = cugraphs::make_graphed_callables(std::tuple{stage1, stage2},
+                                                   std::tuple{std::tuple{In(x)}, std::tuple{In(y)}});
+  CHECK(g1.graph().pool_id() == g2.graph().pool_id());
+  const std::size_t shared = g1.graph().pool().reserved_bytes();
+
+  auto s1 = cugraphs::make_graphed_callable(stage1, In(x));
+  auto s2 = cugraphs::make_graphed_callable(stage2, In(y));
+  CHECK(s1.graph().pool_id() != s2.graph().pool_id());
+  const std::size_t separate = s1.graph().pool().reserved_bytes() + s2.graph().pool().reserved_bytes();
+  std::printf("chained callables: shared pool %zu bytes, separate pools %zu bytes\n", shared, separate);
+  CHECK(shared < separate);
+
+  for (int r = 0; r < 5; ++r) {
+    x.copy_from_host(random_floats(n, 20 + r));
+    const Out mid = g1(In(x));
+    const Out out = g2(In(mid));
+    auto eager_mid = stage1(In(x));
+    auto eager_out = stage2(In(eager_mid.span()));
+    REQUIRE(bitwise_equal(host(out), host(eager_out.span())));
+  }
+}
+
+TEST_CASE("GraphedCallable: warm-up runs exactly warmup_iters times and capture allocations come "
+          "from the pool", "[graphed][pool][gpu]") {
+  for (int warmups : {0, 1, 5}) {
+    int calls = 0, captured_calls = 0;
+    std::uint64_t pool_of_temp = 0;
+    auto f = [&](In x) {
+      ++calls;
+      DeviceBuffer<float> out(x.size());
+      if (cugraphs::is_current_stream_capturing()) {
+        ++captured_calls;
+        pool_of_temp = out.pool() ? out.pool()->id() : 0;
+      }
+      copy_kernel<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), x.data(), x.size());
+      return out;
+    };
+    DeviceBuffer<float> x(1000);
+    x.copy_from_host(random_floats(1000, 11));
+    cugraphs::GraphedOptions opts;
+    opts.warmup_iters = warmups;
+    auto g = cugraphs::make_graphed_callable(opts, f, In(x));
+    CHECK(calls == warmups + 1);
+    CHECK(captured_calls == 1);
+    CHECK(pool_of_temp == g.graph().pool_id());
+    CHECK(g.graph().pool().allocated_bytes() >= 2 * 1000 * sizeof(float));  // static input + output
+    const Out out = g(In(x));
+    CHECK(bitwise_equal(host(out), x.to_host()));
+    CHECK(calls == warmups + 1);  // calls replay; they do not call f
+  }
+  const auto e = expect_error([] {
+    cugraphs::GraphedOptions bad;
+    bad.warmup_iters = -1;
+    DeviceBuffer<float> x(8);
+    (void)cugraphs::make_graphed_callable(bad, [](In) {}, In(x));
+  });
+  CHECK(contains(e.what(), "warmup_iters is -1"));
+}
+
+TEST_CASE("GraphedCallable: many calls in flight reuse the staging ring safely", "[graphed][gpu]") {
+  // More calls than ring slots, queued behind a slow kernel, each with its own input.
+  constexpr std::size_t n = 256;
+  constexpr int kCalls = 200;
+  auto accumulate_into = [](Out acc) {
+    return [acc](In x) {  // acc = x + sin(acc)
+      mix<<<1, n, 0, cugraphs::current_stream()>>>(acc.data(), x.data(), acc.data(), n, 1.0f);
+    };
+  };
+  std::vector<DeviceBuffer<float>> inputs;
+  for (int i = 0; i < kCalls; ++i) {
+    inputs.emplace_back(n);
+    inputs.back().copy_from_host(std::vector<float>(n, 0.001f * static_cast<float>(i + 1)));
+  }
+  DeviceBuffer<float> acc(n), ref(n);
+  auto g = cugraphs::make_graphed_callable(accumulate_into(acc), In(inputs[0]));
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  acc.copy_from_host(std::vector<float>(n, 0.0f));
+  slow_fill_kernel<<<1, 32, 0, stream>>>(ref.data(), 0, 0.0f, 5'000'000);  // holds the queue back
+  for (int i = 0; i < kCalls; ++i) g(In(inputs[i]));
+  const auto got = acc.to_host();
+  CHECK(g.calls() == kCalls);
+  CHECK(g.staged_copies() == kCalls);
+
+  ref.copy_from_host(std::vector<float>(n, 0.0f));
+  auto eager = accumulate_into(ref);
+  for (int i = 0; i < kCalls; ++i) eager(In(inputs[i]));
+  CHECK(bitwise_equal(got, ref.to_host()));
+  CHECK(got[0] != 0.0f);
+}
