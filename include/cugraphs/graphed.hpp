@@ -10,6 +10,7 @@
 #include <cugraphs/stream.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <array>
 #include <cstdint>
@@ -158,8 +159,8 @@ public:
   GraphedCallable(detail::BuildTag, F f, const GraphedOptions& opts, const PoolHandle& pool,
                   const Args&... samples)
       : f_(std::move(f)), pinned_(ring_bytes()) {
-    ring_ = static_cast<const void**>(pinned_.get());
-    host_done_ = reinterpret_cast<volatile unsigned long long*>(ring_ + kSlots * std::max<std::size_t>(input_leaves, 1));
+    ring_ = static_cast<unsigned long long*>(pinned_.get());
+    host_done_ = ring_ + kSlots * (input_leaves + 1);
     const auto sample_leaves = std::tuple_cat(flatten(samples)...);
     std::array<detail::StageTarget, input_leaves> targets{};
     std::size_t max_bytes = 0;
@@ -178,18 +179,20 @@ public:
         max_bytes = std::max(max_bytes, leaf.size_bytes());
       });
       targets_ = DeviceBuffer<detail::StageTarget>(std::max<std::size_t>(input_leaves, 1));
-      launches_ = DeviceBuffer<unsigned long long>(1);
-      args_ = {ring_, static_cast<unsigned>(input_leaves), kSlots, targets_.data(), launches_.data(),
-               const_cast<unsigned long long*>(host_done_),
+      counters_ = DeviceBuffer<unsigned long long>(2);  // calls consumed, and this launch's claim
+      args_ = {ring_, static_cast<unsigned>(input_leaves), kSlots, targets_.data(), counters_.data(),
+               reinterpret_cast<int*>(counters_.data() + 1), const_cast<unsigned long long*>(host_done_),
                static_cast<unsigned>(std::clamp<std::size_t>(max_bytes / (256 * 16 * 4), 1, 64))};
-      if constexpr (input_leaves > 0) detail::launch_stage(args_, false, scope.stream(), "make_graphed_callable");
+      detail::launch_stage(args_, detail::StagePart::Claim, scope.stream(), "make_graphed_callable");
+      if constexpr (input_leaves > 0)
+        detail::launch_stage(args_, detail::StagePart::Copy, scope.stream(), "make_graphed_callable");
       if constexpr (std::is_void_v<Result>) {
         std::apply(f_, *static_inputs_);
         outputs_.emplace();
       } else {
         outputs_.emplace(detail::take_outputs(std::apply(f_, *static_inputs_), owners_));
       }
-      detail::launch_stage(args_, true, scope.stream(), "make_graphed_callable");
+      detail::launch_stage(args_, detail::StagePart::Tail, scope.stream(), "make_graphed_callable");
       scope.end();
     }
     // The tables the staging kernels read, and the samples' values in the static inputs.
@@ -197,8 +200,7 @@ public:
     if constexpr (input_leaves > 0)
       detail::check(cudaMemcpyAsync(targets_.data(), targets.data(), sizeof(targets), cudaMemcpyHostToDevice, s),
                     "make_graphed_callable: staging table");
-    detail::check(cudaMemsetAsync(launches_.data(), 0, sizeof(unsigned long long), s),
-                  "make_graphed_callable: launch counter");
+    detail::check(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), s), "make_graphed_callable: counters");
     for_each_leaf(sample_leaves, [&](std::size_t i, auto leaf) {
       if (leaf.size_bytes() != 0 && leaf.data() != static_ptrs_[i])
         detail::check(cudaMemcpyAsync(targets[i].dst, leaf.data(), leaf.size_bytes(), cudaMemcpyDeviceToDevice, s),
@@ -210,7 +212,7 @@ public:
   GraphedCallable(GraphedCallable&& o) noexcept
       : f_(std::move(o.f_)), pinned_(std::move(o.pinned_)), ring_(std::exchange(o.ring_, nullptr)),
         host_done_(std::exchange(o.host_done_, nullptr)), owners_(std::move(o.owners_)),
-        targets_(std::move(o.targets_)), launches_(std::move(o.launches_)), graph_(std::move(o.graph_)),
+        targets_(std::move(o.targets_)), counters_(std::move(o.counters_)), graph_(std::move(o.graph_)),
         static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
         static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), args_(o.args_),
         calls_(std::exchange(o.calls_, 0)), copies_(o.copies_), last_stream_(o.last_stream_) {}
@@ -260,16 +262,16 @@ public:
                                  "was staged or launched",
                              i, leaf.size(), static_sizes_[i]);
     });
-    if constexpr (input_leaves > 0) {
-      wait_for_slot(stream);
-      const void** slot = ring_ + (calls_ % kSlots) * input_leaves;
-      for_each_leaf(leaves, [&](std::size_t i, auto leaf) {
-        const void* src = leaf.data();
-        const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
-        slot[i] = copy ? src : nullptr;
-        copies_ += copy ? 1 : 0;
-      });
-    }
+    wait_for_slot(stream);
+    unsigned long long* slot = ring_ + (calls_ % kSlots) * (input_leaves + 1);
+    for_each_leaf(leaves, [&](std::size_t i, auto leaf) {
+      const void* src = leaf.data();
+      const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
+      slot[1 + i] = copy ? reinterpret_cast<std::uintptr_t>(src) : 0;
+      copies_ += copy ? 1 : 0;
+    });
+    // The tag last: the device claims the slot only once every source is in place.
+    std::atomic_ref<unsigned long long>(slot[0]).store(calls_ + 1, std::memory_order_release);
     graph_.replay(stream);
     ++calls_;
     last_stream_ = stream;
@@ -290,7 +292,7 @@ private:
   static constexpr unsigned kSlots = 64;
 
   static constexpr std::size_t ring_bytes() {
-    return kSlots * std::max<std::size_t>(input_leaves, 1) * sizeof(void*) + 64;
+    return (kSlots * (input_leaves + 1) + 1) * sizeof(unsigned long long);
   }
 
   template <class Tuple, class Fn>
@@ -343,11 +345,11 @@ private:
 
   F f_;
   detail::PinnedBlock pinned_;  // before graph_: destroyed after the graph's executable
-  const void** ring_ = nullptr;
+  unsigned long long* ring_ = nullptr;
   volatile unsigned long long* host_done_ = nullptr;
   detail::Owners owners_;  // static inputs and output buffers
   DeviceBuffer<detail::StageTarget> targets_;
-  DeviceBuffer<unsigned long long> launches_;
+  DeviceBuffer<unsigned long long> counters_;
   Graph graph_;
   std::optional<std::tuple<Args...>> static_inputs_;
   std::optional<Outputs> outputs_;

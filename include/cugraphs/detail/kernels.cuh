@@ -37,14 +37,24 @@ cudaError_t launch_set_condition_kernel(cudaGraphConditionalHandle handle, const
 }();
 #endif
 
-// Head of a graphed callable: copies this launch's sources into the static buffers. Grid:
-// (chunks, leaves). The ring lives in pinned host memory, so it is read past the caches.
+// Head of a graphed callable, part 1: claims the next call's slot if the host posted it.
 template <int = 0>
-__global__ void stage_inputs_kernel(StageArgs a) {
+__global__ void stage_claim_kernel(StageArgs a) {
+  const unsigned long long next = *a.consumed;
+  const unsigned long long* slot = a.ring + (next % a.slots) * (a.leaves + 1);
+  unsigned long long tag = 0;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(tag) : "l"(slot) : "memory");
+  *a.claimed = tag == next + 1 ? 1 : 0;
+}
+
+// Head, part 2: copies the claimed slot's sources into the static buffers. Grid: (chunks,
+// leaves). The ring lives in pinned host memory, so it is read past the caches.
+template <int = 0>
+__global__ void stage_copy_kernel(StageArgs a) {
+  if (*a.claimed == 0) return;
   const unsigned leaf = blockIdx.y;
-  const unsigned long long slot = *a.launches % a.slots;
-  const unsigned long long raw =
-      __ldcv(reinterpret_cast<const unsigned long long*>(a.ring) + slot * a.leaves + leaf);
+  const unsigned long long* slot = a.ring + (*a.consumed % a.slots) * (a.leaves + 1);
+  const unsigned long long raw = __ldcv(slot + 1 + leaf);
   if (raw == 0) return;  // aliased input: nothing to copy
   const void* src = reinterpret_cast<const void*>(raw);
   const StageTarget t = a.targets[leaf];
@@ -62,21 +72,22 @@ __global__ void stage_inputs_kernel(StageArgs a) {
   }
 }
 
-// Tail of a graphed callable: one more launch is done.
+// Tail: one more call is done.
 template <int = 0>
 __global__ void stage_done_kernel(StageArgs a) {
-  const unsigned long long done = *a.launches + 1;
-  *a.launches = done;
+  if (*a.claimed == 0) return;
+  const unsigned long long done = *a.consumed + 1;
+  *a.consumed = done;
   *reinterpret_cast<volatile unsigned long long*>(a.host_done) = done;
   __threadfence_system();
 }
 
 template <int = 0>
-cudaError_t launch_stage_kernel(const StageArgs& a, bool tail, cudaStream_t stream) {
-  if (tail) {
-    stage_done_kernel<<<1, 1, 0, stream>>>(a);
-  } else {
-    stage_inputs_kernel<<<dim3(a.chunks, a.leaves), 256, 0, stream>>>(a);
+cudaError_t launch_stage_kernel(const StageArgs& a, StagePart part, cudaStream_t stream) {
+  switch (part) {
+    case StagePart::Claim: stage_claim_kernel<<<1, 1, 0, stream>>>(a); break;
+    case StagePart::Copy: stage_copy_kernel<<<dim3(a.chunks, a.leaves), 256, 0, stream>>>(a); break;
+    case StagePart::Tail: stage_done_kernel<<<1, 1, 0, stream>>>(a); break;
   }
   return cudaGetLastError();
 }

@@ -20,34 +20,38 @@ using SetConditionLauncher = cudaError_t (*)(cudaGraphConditionalHandle handle, 
 
 inline std::atomic<SetConditionLauncher> set_condition_launcher{nullptr};
 
-// Staging of a graphed callable's inputs, as two kernels at the head and the tail of its
-// graph. The head reads this launch's slot of a ring of source pointers in pinned host
-// memory (written by the host just before the launch) and copies every non-null source to
-// its static buffer; the tail counts the launch, on the device and in pinned memory, so the
-// host knows which slots are free again.
+// Staging of a graphed callable's inputs, as kernels at the head and the tail of its graph.
+// The host posts call k in slot k % slots of a ring in pinned host memory: the sources
+// first, then the tag k + 1. At the head, a one-thread kernel claims the slot of the next
+// call (`consumed` calls so far) if its tag is there, and the copy kernel copies that slot's
+// non-null sources to the static buffers; the tail counts the consumed call, on the device
+// and in pinned memory, so the host knows which slots are free again. A launch of the
+// executable that does not come from a call finds no posted slot and stages nothing.
 struct StageTarget {
   void* dst;
   std::size_t bytes;
 };
 struct StageArgs {
-  const void* const* ring;          // slots x leaves source pointers (pinned, mapped)
+  const unsigned long long* ring;  // slots x (1 tag + leaves sources), pinned and mapped
   unsigned leaves;
   unsigned slots;
-  const StageTarget* targets;       // leaves entries (device)
-  unsigned long long* launches;     // launches done (device)
-  unsigned long long* host_done;    // launches done, mirrored to pinned memory
-  unsigned chunks;                  // blocks per leaf
+  const StageTarget* targets;      // leaves entries (device)
+  unsigned long long* consumed;    // calls consumed so far (device)
+  int* claimed;                    // whether this launch claimed a slot (device)
+  unsigned long long* host_done;   // `consumed`, mirrored to pinned memory
+  unsigned chunks;                 // blocks per leaf
 };
-using StageLauncher = cudaError_t (*)(const StageArgs& args, bool tail, cudaStream_t stream);
+enum class StagePart { Claim, Copy, Tail };
+using StageLauncher = cudaError_t (*)(const StageArgs& args, StagePart part, cudaStream_t stream);
 inline std::atomic<StageLauncher> stage_launcher{nullptr};
 
-inline void launch_stage(const StageArgs& args, bool tail, cudaStream_t stream, std::string_view op) {
+inline void launch_stage(const StageArgs& args, StagePart part, cudaStream_t stream, std::string_view op) {
   const StageLauncher launch = stage_launcher.load(std::memory_order_acquire);
   if (launch == nullptr)
     throw_misuse(op, "staging inputs launches a kernel, and no translation unit of this program "
                      "compiled by nvcc includes <cugraphs/graph.hpp>; compile at least one that "
                      "does with nvcc");
-  check(launch(args, tail, stream), fmt::format("{}: launching the staging kernel", op));
+  check(launch(args, part, stream), fmt::format("{}: launching a staging kernel", op));
 }
 
 inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
