@@ -2,6 +2,7 @@
 // repetitions, and a small JSON writer for the raw figures.
 #pragma once
 
+#include <cuda_runtime_api.h>
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -16,6 +17,21 @@ using Clock = std::chrono::steady_clock;
 
 inline double us_since(Clock::time_point t0) {
   return std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+}
+
+// Whether a CUDA device is present; says so for benchmark `name` when not.
+inline bool have_device(const char* name) {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess || n == 0) {
+    std::printf("%s: no CUDA device; nothing to measure\n", name);
+    return false;
+  }
+  return true;
+}
+
+// Where the figures go: the first argument, else NAME.json.
+inline std::string json_path(int argc, char** argv, const char* name) {
+  return argc > 1 ? std::string(argv[1]) : std::string(name) + ".json";
 }
 
 inline double median(std::vector<double> v) {

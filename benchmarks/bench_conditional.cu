@@ -38,12 +38,8 @@ double replay_us(cugraphs::Graph& g, cudaStream_t s, int reps) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::puts("bench_conditional: no CUDA device; nothing to measure");
-    return 77;
-  }
-  const std::string json = argc > 1 ? argv[1] : "bench_conditional.json";
+  if (!have_device("bench_conditional")) return 77;
+  const std::string json = json_path(argc, argv, "bench_conditional");
   Report report("conditional");
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);

@@ -45,12 +45,8 @@ std::pair<double, double> replay_host_cost(cugraphs::Graph& g, cudaStream_t s, i
 }  // namespace
 
 int main(int argc, char** argv) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::puts("bench_foundation: no CUDA device; nothing to measure");
-    return 77;
-  }
-  const std::string json = argc > 1 ? argv[1] : "bench_foundation.json";
+  if (!have_device("bench_foundation")) return 77;
+  const std::string json = json_path(argc, argv, "bench_foundation");
   Report report("foundation");
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);

@@ -119,12 +119,8 @@ void run(Report& report, cudaStream_t stream) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int devices = 0;
-  if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
-    std::puts("bench_graphed: no CUDA device; nothing to measure");
-    return 77;
-  }
-  const std::string json = argc > 1 ? argv[1] : "bench_graphed.json";
+  if (!have_device("bench_graphed")) return 77;
+  const std::string json = json_path(argc, argv, "bench_graphed");
   Report report("graphed");
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);

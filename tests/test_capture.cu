@@ -19,12 +19,6 @@ namespace {
 constexpr std::size_t kN = 1 << 16;
 constexpr int kSteps = 64;
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 

@@ -78,12 +78,6 @@ __global__ void outer_tail(Nest* s) {
   s->outer_flag = s->o > 0;
 }
 
-std::string read_file(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 }  // namespace
 

@@ -120,6 +120,20 @@ auto flatten_impl(const T& tree) {
   }
 }
 
+// Where each of Ts' leaves start in their concatenated flat tuple: prefix sums of the
+// leaf counts.
+template <class... Ts>
+constexpr std::array<std::size_t, sizeof...(Ts)> leaf_offsets() {
+  constexpr std::array<std::size_t, sizeof...(Ts)> counts{std::tuple_size_v<typename flat<Ts>::type>...};
+  std::array<std::size_t, sizeof...(Ts)> offsets{};
+  std::size_t sum = 0;
+  for (std::size_t k = 0; k < sizeof...(Ts); ++k) {
+    offsets[k] = sum;
+    sum += counts[k];
+  }
+  return offsets;
+}
+
 // Rebuilds T from the leaves of `flat` starting at index Offset.
 template <class T, std::size_t Offset, class Flat>
 T unflatten_at(const Flat& flat) {
@@ -127,17 +141,7 @@ T unflatten_at(const Flat& flat) {
     return std::get<Offset>(flat);
   } else if constexpr (is_tuple_like_v<T> || is_array_v<T>) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      // Offsets of the parts: prefix sums of their leaf counts.
-      [[maybe_unused]] constexpr std::array<std::size_t, sizeof...(I)> counts{leaf_count_v<std::tuple_element_t<I, T>>...};
-      [[maybe_unused]] constexpr auto offsets = [&] {
-        std::array<std::size_t, sizeof...(I)> o{};
-        std::size_t sum = 0;
-        for (std::size_t k = 0; k < sizeof...(I); ++k) {
-          o[k] = sum;
-          sum += counts[k];
-        }
-        return o;
-      }();
+      [[maybe_unused]] constexpr auto offsets = leaf_offsets<std::tuple_element_t<I, T>...>();
       return T{unflatten_at<std::tuple_element_t<I, T>, Offset + offsets[I]>(flat)...};
     }(std::make_index_sequence<std::tuple_size_v<T>>{});
   } else if constexpr (tree_traits<T>::custom) {

@@ -318,16 +318,7 @@ private:
 
   template <std::size_t... A>
   static std::tuple<Args...> rebuild_inputs(const FlatInputs& statics, std::index_sequence<A...>) {
-    constexpr std::array<std::size_t, sizeof...(Args)> counts{leaf_count_v<Args>...};
-    constexpr auto offsets = [&] {
-      std::array<std::size_t, sizeof...(Args)> o{};
-      std::size_t sum = 0;
-      for (std::size_t k = 0; k < sizeof...(Args); ++k) {
-        o[k] = sum;
-        sum += counts[k];
-      }
-      return o;
-    }();
+    constexpr auto offsets = detail::leaf_offsets<Args...>();
     return std::tuple<Args...>{detail::unflatten_at<Args, offsets[A]>(statics)...};
   }
 

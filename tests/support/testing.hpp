@@ -11,6 +11,8 @@
 #include <cugraphs/error.hpp>
 
 #include <cstdint>
+#include <fstream>
+#include <sstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -29,6 +31,13 @@ cugraphs::Error expect_error(F&& fn) {
   }
   FAIL("expected cugraphs::Error, nothing was thrown");
   return cugraphs::Error("unreachable");
+}
+
+inline std::string read_file(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
 }
 
 inline bool contains(const std::string& text, const std::string& part) {
