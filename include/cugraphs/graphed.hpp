@@ -180,8 +180,10 @@ public:
       });
       targets_ = DeviceBuffer<detail::StageTarget>(std::max<std::size_t>(input_leaves, 1));
       counters_ = DeviceBuffer<unsigned long long>(2);  // calls consumed, and this launch's claim
+      sources_ = DeviceBuffer<const void*>(std::max<std::size_t>(input_leaves, 1));
       args_ = {ring_, static_cast<unsigned>(input_leaves), kSlots, targets_.data(), counters_.data(),
-               reinterpret_cast<int*>(counters_.data() + 1), const_cast<unsigned long long*>(host_done_),
+               reinterpret_cast<int*>(counters_.data() + 1), sources_.data(),
+               const_cast<unsigned long long*>(host_done_),
                static_cast<unsigned>(std::clamp<std::size_t>(max_bytes / (256 * 16 * 4), 1, 64))};
       detail::launch_stage(args_, detail::StagePart::Claim, scope.stream(), "make_graphed_callable");
       if constexpr (input_leaves > 0)
@@ -212,7 +214,8 @@ public:
   GraphedCallable(GraphedCallable&& o) noexcept
       : f_(std::move(o.f_)), pinned_(std::move(o.pinned_)), ring_(std::exchange(o.ring_, nullptr)),
         host_done_(std::exchange(o.host_done_, nullptr)), owners_(std::move(o.owners_)),
-        targets_(std::move(o.targets_)), counters_(std::move(o.counters_)), graph_(std::move(o.graph_)),
+        targets_(std::move(o.targets_)), counters_(std::move(o.counters_)), sources_(std::move(o.sources_)),
+        graph_(std::move(o.graph_)),
         static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
         static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), args_(o.args_),
         calls_(std::exchange(o.calls_, 0)), copies_(o.copies_), last_stream_(o.last_stream_) {}
@@ -324,7 +327,8 @@ private:
 
   // A slot is free again once the launch that used it kSlots calls ago has finished.
   void wait_for_slot(cudaStream_t stream) {
-    for (unsigned spins = 1; calls_ - *host_done_ >= kSlots; ++spins) {
+    // Signed: a launch of the executable outside a call may consume a slot early.
+    for (unsigned spins = 1; static_cast<std::int64_t>(calls_ - *host_done_) >= kSlots; ++spins) {
       if (spins % 256 == 0) {
         const cudaError_t e = cudaStreamQuery(stream);
         if (e != cudaSuccess && e != cudaErrorNotReady)
@@ -341,6 +345,7 @@ private:
   detail::Owners owners_;  // static inputs and output buffers
   DeviceBuffer<detail::StageTarget> targets_;
   DeviceBuffer<unsigned long long> counters_;
+  DeviceBuffer<const void*> sources_;
   Graph graph_;
   std::optional<std::tuple<Args...>> static_inputs_;
   std::optional<Outputs> outputs_;

@@ -44,19 +44,20 @@ __global__ void stage_claim_kernel(StageArgs a) {
   const unsigned long long* slot = a.ring + (next % a.slots) * (a.leaves + 1);
   unsigned long long tag = 0;
   asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(tag) : "l"(slot) : "memory");
-  *a.claimed = tag == next + 1 ? 1 : 0;
+  const bool claim = tag == next + 1;
+  *a.claimed = claim ? 1 : 0;
+  if (claim)  // once, so that the copy kernel's threads read device memory, not the bus
+    for (unsigned i = 0; i < a.leaves; ++i) a.sources[i] = reinterpret_cast<const void*>(__ldcv(slot + 1 + i));
 }
 
 // Head, part 2: copies the claimed slot's sources into the static buffers. Grid: (chunks,
-// leaves). The ring lives in pinned host memory, so it is read past the caches.
+// leaves).
 template <int = 0>
 __global__ void stage_copy_kernel(StageArgs a) {
   if (*a.claimed == 0) return;
   const unsigned leaf = blockIdx.y;
-  const unsigned long long* slot = a.ring + (*a.consumed % a.slots) * (a.leaves + 1);
-  const unsigned long long raw = __ldcv(slot + 1 + leaf);
-  if (raw == 0) return;  // aliased input: nothing to copy
-  const void* src = reinterpret_cast<const void*>(raw);
+  const void* src = a.sources[leaf];
+  if (src == nullptr) return;  // aliased input: nothing to copy
   const StageTarget t = a.targets[leaf];
   const std::size_t start = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
   const std::size_t stride = static_cast<std::size_t>(gridDim.x) * blockDim.x;

@@ -20,11 +20,22 @@ using SetConditionLauncher = cudaError_t (*)(cudaGraphConditionalHandle handle, 
 
 inline std::atomic<SetConditionLauncher> set_condition_launcher{nullptr};
 
+inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
+                                 cudaStream_t stream, std::string_view op) {
+  const SetConditionLauncher launch = set_condition_launcher.load(std::memory_order_acquire);
+  if (launch == nullptr)
+    throw_misuse(op, "setting a condition from a device flag launches a kernel, and no translation "
+                     "unit of this program compiled by nvcc includes <cugraphs/graph.hpp>; compile "
+                     "at least one that does with nvcc");
+  check(launch(handle, flag, width, stream), fmt::format("{}: launching the condition kernel", op));
+}
+#endif
+
 // Staging of a graphed callable's inputs, as kernels at the head and the tail of its graph.
 // The host posts call k in slot k % slots of a ring in pinned host memory: the sources
 // first, then the tag k + 1. At the head, a one-thread kernel claims the slot of the next
-// call (`consumed` calls so far) if its tag is there, and the copy kernel copies that slot's
-// non-null sources to the static buffers; the tail counts the consumed call, on the device
+// call (`consumed` calls so far) if its tag is there and copies the slot's source pointers
+// to device memory, and the copy kernel copies every non-null source to its static buffer; the tail counts the consumed call, on the device
 // and in pinned memory, so the host knows which slots are free again. A launch of the
 // executable that does not come from a call finds no posted slot and stages nothing.
 struct StageTarget {
@@ -38,6 +49,7 @@ struct StageArgs {
   const StageTarget* targets;      // leaves entries (device)
   unsigned long long* consumed;    // calls consumed so far (device)
   int* claimed;                    // whether this launch claimed a slot (device)
+  const void** sources;            // the claimed slot's sources, copied to device memory
   unsigned long long* host_done;   // `consumed`, mirrored to pinned memory
   unsigned chunks;                 // blocks per leaf
 };
@@ -54,15 +66,5 @@ inline void launch_stage(const StageArgs& args, StagePart part, cudaStream_t str
   check(launch(args, part, stream), fmt::format("{}: launching a staging kernel", op));
 }
 
-inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
-                                 cudaStream_t stream, std::string_view op) {
-  const SetConditionLauncher launch = set_condition_launcher.load(std::memory_order_acquire);
-  if (launch == nullptr)
-    throw_misuse(op, "setting a condition from a device flag launches a kernel, and no translation "
-                     "unit of this program compiled by nvcc includes <cugraphs/graph.hpp>; compile "
-                     "at least one that does with nvcc");
-  check(launch(handle, flag, width, stream), fmt::format("{}: launching the condition kernel", op));
-}
-#endif
 
 }  // namespace cugraphs::detail
