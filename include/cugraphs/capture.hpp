@@ -21,6 +21,7 @@
 #include <string>
 #include <string_view>
 #include <utility>
+#include <vector>
 
 namespace cugraphs {
 
@@ -297,6 +298,8 @@ public:
     cudaGraph_t g = nullptr;
     const cudaError_t e = cudaStreamEndCapture(capture_->stream, &g);
     const cudaStream_t stream = capture_->stream;
+    std::unique_ptr<detail::GraphRng> rng = std::move(capture_->rng);
+    if (rng) rng->end_capture();
     close_capture();
     if (e != cudaSuccess || g == nullptr) {
       if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
@@ -307,6 +310,16 @@ public:
     }
     graph_ = std::make_shared<detail::NativeGraph>(g);
     upload_stream_ = stream;
+    if (rng) {
+      try {
+        attach_rng(*rng, stream);
+      } catch (...) {
+        graph_.reset();
+        release_pool();
+        throw;
+      }
+      rng_ = std::move(rng);
+    }
     detail::LastCapture::instance().set(graph_);
     instantiate();
   }
@@ -363,8 +376,12 @@ public:
   void replay(cudaStream_t stream) {
     if (exec_ == nullptr) [[unlikely]]
       not_replayable("Graph::replay");
+    if (rng_) [[unlikely]]
+      rng_->post(stream);  // this replay's (seed, offset) of every generator
     if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
       detail::throw_cuda(e, "Graph::replay (cudaGraphLaunch)");
+    if (rng_) [[unlikely]]
+      rng_->posted_one(stream);
   }
 
   /// The seed's stage_and_launch: copies every leaf of `inputs` onto the matching leaf of
@@ -645,6 +662,42 @@ private:
                   fmt::format("{}: cudaMemcpyAsync", op));
   }
 
+  // Puts the RNG refresh kernel at the head of the captured graph (before every root node)
+  // and readies its ring: each replay then reads the (seed, offset) posted for it.
+  void attach_rng(detail::GraphRng& r, cudaStream_t stream) {
+    constexpr std::string_view op = "Graph::capture_end (RNG)";
+    const void* kernel = detail::rng_refresh_kernel.load(std::memory_order_acquire);
+    if (kernel == nullptr)
+      detail::throw_misuse(op, "graph-safe RNG launches a kernel, and no translation unit of this "
+                               "program compiled by nvcc includes <cugraphs/graph.hpp>");
+    r.allocate_ring();
+    detail::check(cudaMemsetAsync(r.consumed, 0, sizeof(unsigned long long), stream),
+                  fmt::format("{}: cudaMemsetAsync", op));
+    detail::RngRefreshArgs args{r.ring, detail::kRngSlots, static_cast<unsigned>(r.uses.size()),
+                                static_cast<unsigned long long*>(r.values), r.consumed,
+                                const_cast<unsigned long long*>(r.host_done())};
+    void* params[] = {&args};
+    cudaKernelNodeParams kp{};
+    kp.func = const_cast<void*>(kernel);
+    kp.gridDim = dim3(1);
+    kp.blockDim = dim3(1);
+    kp.kernelParams = params;
+    const cudaGraph_t g = graph_->graph;
+    std::size_t n = 0;
+    detail::check(cudaGraphGetRootNodes(g, nullptr, &n), fmt::format("{}: cudaGraphGetRootNodes", op));
+    std::vector<cudaGraphNode_t> roots(n);
+    if (n != 0) detail::check(cudaGraphGetRootNodes(g, roots.data(), &n), fmt::format("{}: cudaGraphGetRootNodes", op));
+    cudaGraphNode_t head = nullptr;
+    detail::check(cudaGraphAddKernelNode(&head, g, nullptr, 0, &kp), fmt::format("{}: cudaGraphAddKernelNode", op));
+    for (cudaGraphNode_t root : roots) {
+#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+      detail::check(cudaGraphAddDependencies(g, &head, &root, nullptr, 1), fmt::format("{}: cudaGraphAddDependencies", op));
+#else
+      detail::check(cudaGraphAddDependencies(g, &head, &root, 1), fmt::format("{}: cudaGraphAddDependencies", op));
+#endif
+    }
+  }
+
   // Pops the open capture from this thread's record and closes it on the pool.
   void close_capture() noexcept {
     std::erase(detail::tls_captures, capture_.get());
@@ -671,6 +724,7 @@ private:
           graph_mem != 0)
         detail::report_in_destructor(cudaDeviceGraphMemTrim(device_), "cudaDeviceGraphMemTrim");
     }
+    rng_.reset();  // waits until replays in flight have taken their RNG slots
     graph_.reset();
   }
 
@@ -685,6 +739,7 @@ private:
     graph_ = std::move(o.graph_);
     pool_ = std::move(o.pool_);
     capture_ = std::move(o.capture_);
+    rng_ = std::move(o.rng_);
     upload_stream_ = o.upload_stream_;
     mode_ = o.mode_;
     device_ = o.device_;
@@ -697,6 +752,7 @@ private:
   std::shared_ptr<detail::NativeGraph> graph_;
   std::shared_ptr<detail::Pool> pool_;
   std::unique_ptr<detail::CaptureContext> capture_;  // set while capturing
+  std::unique_ptr<detail::GraphRng> rng_;            // set when the graph draws random numbers
   cudaStream_t upload_stream_ = nullptr;
   CaptureMode mode_ = CaptureMode::Global;
   int device_ = 0;

@@ -9,6 +9,7 @@
 #include <cugraphs/conditional.hpp>
 #include <cugraphs/flatten.hpp>
 #include <cugraphs/graphed.hpp>
+#include <cugraphs/rng.hpp>
 
 #if defined(__CUDACC__)
 #  include <cugraphs/detail/kernels.cuh>

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cugraphs/detail/pool.hpp>
+#include <cugraphs/detail/rng_state.hpp>
 #include <cugraphs/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -37,6 +38,7 @@ struct CaptureContext {
   cudaStream_t stream = nullptr;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
   std::vector<ConditionalFrame> conditionals;  // open conditional nodes, innermost last
+  std::unique_ptr<GraphRng> rng;               // generators drawn from, once one is
 };
 
 // The captures open on this thread, innermost last.

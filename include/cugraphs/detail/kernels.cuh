@@ -3,6 +3,7 @@
 
 #include <cugraphs/config.hpp>
 #include <cugraphs/detail/launchers.hpp>
+#include <cugraphs/detail/rng_state.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -92,6 +93,26 @@ cudaError_t launch_stage_kernel(const StageArgs& a, StagePart part, cudaStream_t
   }
   return cudaGetLastError();
 }
+
+// Head of a graph that draws random numbers: copies the (seed, offset) pairs posted for this
+// replay into the buffer its kernels read. A launch with nothing posted keeps the last pairs.
+template <int = 0>
+__global__ void rng_refresh_kernel_impl(RngRefreshArgs a) {
+  const unsigned long long next = *a.consumed;
+  const unsigned long long* slot = a.ring + (next % a.slots) * kRngSlotWidth;
+  unsigned long long tag = 0;
+  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(tag) : "l"(slot) : "memory");
+  if (tag != next + 1) return;
+  for (unsigned i = 0; i < 2 * a.generators; ++i) a.values[i] = __ldcv(slot + 1 + i);
+  *a.consumed = next + 1;
+  *reinterpret_cast<volatile unsigned long long*>(a.host_done) = next + 1;
+  __threadfence_system();
+}
+
+[[maybe_unused]] static const bool rng_registered = [] {
+  rng_refresh_kernel.store(reinterpret_cast<const void*>(&rng_refresh_kernel_impl<>), std::memory_order_release);
+  return true;
+}();
 
 [[maybe_unused]] static const bool stage_registered = [] {
   stage_launcher.store(&launch_stage_kernel<>, std::memory_order_release);

@@ -51,6 +51,7 @@ inline std::atomic<const void*> rng_refresh_kernel{nullptr};
 
 inline constexpr unsigned kMaxGeneratorsPerGraph = 8;
 inline constexpr unsigned kRngSlots = 64;
+inline constexpr unsigned kRngSlotWidth = 1 + 2 * kMaxGeneratorsPerGraph;  // tag, then (seed, offset) pairs
 
 // What one graph records about its generators, and the ring its replays post to.
 struct GraphRng {
@@ -78,7 +79,7 @@ struct GraphRng {
     }
   }
 
-  [[nodiscard]] static constexpr unsigned width() { return 1 + 2 * kMaxGeneratorsPerGraph; }
+  [[nodiscard]] static constexpr unsigned width() { return kRngSlotWidth; }
   [[nodiscard]] volatile unsigned long long* host_done() const { return ring + kRngSlots * width(); }
 
   // The index of `g` among this graph's generators, recording it on first use.
@@ -129,11 +130,23 @@ struct GraphRng {
     }
     std::atomic_ref<unsigned long long>(slot[0]).store(k + 1, std::memory_order_release);
   }
-  void posted_one() noexcept { ++posted; }
-
-  void wait_all() noexcept {
-    while (*host_done() < posted) std::this_thread::yield();
+  void posted_one(cudaStream_t stream) noexcept {
+    ++posted;
+    last_stream = stream;
   }
+
+  // Waits until every posted replay has taken its slot (the ring is then free to go).
+  void wait_all() noexcept {
+    while (*host_done() < posted) {
+      const cudaError_t e = cudaStreamQuery(last_stream);
+      if (e != cudaSuccess && e != cudaErrorNotReady) {
+        report_in_destructor(e, "Graph: waiting for replays in flight (RNG)");
+        return;
+      }
+      std::this_thread::yield();
+    }
+  }
+  cudaStream_t last_stream = nullptr;
 };
 
 }  // namespace cugraphs::detail

@@ -1,0 +1,133 @@
+// Graph-safe random numbers: Generator hands out Philox (seed, offset) arguments; inside a
+// capture they point at a graph-owned buffer that every replay refreshes from the
+// generator, so each replay draws fresh numbers, exactly those the same calls would draw
+// eagerly.
+#pragma once
+
+#include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_context.hpp>
+#include <cugraphs/detail/rng_state.hpp>
+#include <cugraphs/error.hpp>
+#include <cugraphs/memory.hpp>
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <mutex>
+
+namespace cugraphs {
+
+/// What a kernel needs to draw from Philox; passed by value. Use rng::unpack in device code.
+struct PhiloxArgs {
+  std::uint64_t seed = 0;                 ///< eager: the seed
+  std::uint64_t offset = 0;               ///< eager: the offset; captured: added to the graph's
+  const std::uint64_t* base = nullptr;    ///< captured: the graph-owned (seed, offset) pair
+};
+
+namespace rng {
+
+/// The seed and offset to feed curand_init(seed, thread_index, offset, &state).
+struct SeedOffset {
+  std::uint64_t seed;
+  std::uint64_t offset;
+};
+
+/// The (seed, offset) of `args`: the numbers themselves when drawn eagerly, the graph's
+/// current pair plus this draw's offset inside the graph when captured (device code only).
+CUGRAPHS_HOST_DEVICE inline SeedOffset unpack(const PhiloxArgs& args) {
+  if (args.base != nullptr) return {args.base[0], args.base[1] + args.offset};
+  return {args.seed, args.offset};
+}
+
+}  // namespace rng
+
+/// A Philox generator state (seed, offset). Each philox(increment) call reserves
+/// `increment` 32-bit values per thread (rounded up to 4, Philox's block). Thread-safe.
+class Generator {
+public:
+  static constexpr std::uint64_t kDefaultSeed = 0x5eedc0ffee;
+
+  explicit Generator(std::uint64_t seed = kDefaultSeed) : state_(std::make_shared<detail::GeneratorState>()) {
+    state_->seed = seed;
+  }
+  Generator(Generator&&) noexcept = default;
+  Generator& operator=(Generator&&) noexcept = default;
+  Generator(const Generator&) = delete;
+  Generator& operator=(const Generator&) = delete;
+
+  /// Reseeds: offset back to 0. Refused while a capture that draws from this generator is
+  /// open (the capture has recorded the generator; its replays follow the new seed).
+  void manual_seed(std::uint64_t seed) {
+    std::lock_guard lock(state_->m);
+    if (state_->open_captures != 0)
+      detail::throw_misuse("Generator::manual_seed", "a capture that draws from this generator is "
+                                                     "still open; reseed before capture_begin or "
+                                                     "after capture_end (replays then follow the new seed)");
+    state_->seed = seed;
+    state_->offset = 0;
+  }
+
+  [[nodiscard]] std::uint64_t seed() const {
+    std::lock_guard lock(state_->m);
+    return state_->seed;
+  }
+  [[nodiscard]] std::uint64_t offset() const {
+    std::lock_guard lock(state_->m);
+    return state_->offset;
+  }
+
+  /// Arguments for a kernel whose threads each draw `increment` 32-bit values. Outside a
+  /// capture they carry the numbers and the generator advances now. While a capture is open
+  /// on this thread they refer to the graph's buffer, the generator does not advance, and
+  /// every replay advances it by what the whole graph draws. Refused inside a conditional
+  /// body, whose kernels may run several times per replay.
+  [[nodiscard]] PhiloxArgs philox(std::uint64_t increment) {
+    constexpr std::string_view op = "Generator::philox";
+    const std::uint64_t reserved = detail::round_up(increment == 0 ? 1 : increment, 4);
+    if (auto* ctx = detail::innermost_capture()) {
+      if (!ctx->conditionals.empty())
+        detail::throw_misuse(op, "random numbers cannot be drawn inside a conditional body: its "
+                                 "kernels may run several times per replay with the same arguments "
+                                 "and would repeat numbers; draw outside the conditional scope");
+      if (!ctx->rng) ctx->rng = make_graph_rng();
+      auto& r = *ctx->rng;
+      const unsigned i = r.index_of(state_, op);
+      const PhiloxArgs args{0, r.uses[i].increment, static_cast<const std::uint64_t*>(r.values) + 2 * i};
+      r.uses[i].increment += reserved;
+      return args;
+    }
+    const auto [seed, offset] = state_->take(reserved);
+    return {seed, offset, nullptr};
+  }
+
+private:
+  // Called while a capture is open: its buffers come from the capture's pool.
+  static std::unique_ptr<detail::GraphRng> make_graph_rng() {
+    auto r = std::make_unique<detail::GraphRng>();
+    auto values = std::make_shared<DeviceBuffer<unsigned long long>>(2 * detail::kMaxGeneratorsPerGraph);
+    auto consumed = std::make_shared<DeviceBuffer<unsigned long long>>(1);
+    r->values = values->data();
+    r->consumed = consumed->data();
+    r->values_owner = std::move(values);
+    r->counter_owner = std::move(consumed);
+    return r;
+  }
+
+  std::shared_ptr<detail::GeneratorState> state_;
+};
+
+/// The default generator of `device` (seeded with Generator::kDefaultSeed).
+[[nodiscard]] inline Generator& default_generator(int device) {
+  static std::mutex m;
+  static auto* generators = new std::deque<Generator>;  // never destroyed; stable addresses
+  std::lock_guard lock(m);
+  if (device < 0 || device >= detail::device_count())
+    detail::throw_cuda(cudaErrorInvalidDevice, fmt::format("default_generator({}): no such device", device));
+  while (generators->size() <= static_cast<std::size_t>(device)) generators->emplace_back();
+  return (*generators)[device];
+}
+
+/// The default generator of the current device.
+[[nodiscard]] inline Generator& default_generator() { return default_generator(detail::current_device()); }
+
+}  // namespace cugraphs
