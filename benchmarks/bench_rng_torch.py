@@ -1,0 +1,61 @@
+"""PyTorch counterpart of bench_rng: host cost of CUDAGraph.replay() for a graph with
+torch.rand in it against the same graph without RNG, with the stream kept busy. Writes
+the figures as JSON."""
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+BATCH, REPS, N = 32, 80, 1 << 20
+
+
+def host_cost(graph):
+    per = []
+    for rep in range(REPS + 5):
+        torch.cuda._sleep(2_000_000)  # keeps the stream busy past the batch (cycles)
+        t0 = time.perf_counter()
+        for _ in range(BATCH):
+            graph.replay()
+        t = (time.perf_counter() - t0) / BATCH * 1e6
+        torch.cuda.synchronize()
+        if rep >= 5:
+            per.append(t)
+    return statistics.median(per)
+
+
+def capture(fn):
+    s = torch.cuda.Stream()
+    s.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(s):
+        for _ in range(3):
+            fn()
+    torch.cuda.current_stream().wait_stream(s)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g
+
+
+def main():
+    if not torch.cuda.is_available():
+        print("bench_rng_torch: no CUDA device")
+        return 77
+    out = torch.empty(N, device="cuda")
+    base = torch.rand(N, device="cuda")
+    with_rng = capture(lambda: out.uniform_())
+    without_rng = capture(lambda: out.copy_(base))
+    a, b = host_cost(with_rng), host_cost(without_rng)
+    print(f"torch replay host cost: with RNG {a:.3f} us, without {b:.3f} us: ratio {a / b:.3f}")
+    figures = {"benchmark": "rng_torch", "torch": torch.__version__,
+               "torch_replay_host_us_with_rng": a, "torch_replay_host_us_without_rng": b}
+    path = sys.argv[1] if len(sys.argv) > 1 else "bench_rng_torch.json"
+    with open(path, "w") as fh:
+        json.dump(figures, fh, indent=2)
+    print(f"figures written to {path}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
