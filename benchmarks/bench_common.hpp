@@ -40,6 +40,18 @@ inline double median(std::vector<double> v) {
   return n == 0 ? 0.0 : (n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]));
 }
 
+#if defined(__CUDACC__)
+// Keeps the stream busy for about `ns` nanoseconds, so that host calls queued behind it
+// are timed without waiting for the device.
+static __global__ void spin(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+#endif
+
 // Figures in insertion order, written as one flat JSON object.
 class Report {
 public:

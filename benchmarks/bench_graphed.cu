@@ -32,14 +32,6 @@ __global__ void sum_inputs(Pointers<N> in, float* out) {
   out[i] = s;
 }
 
-__global__ void spin(unsigned long long ns) {
-  unsigned long long start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
-
 template <std::size_t N>
 void run(Report& report, cudaStream_t stream) {
   cugraphs::DeviceBuffer<float> out(kFloats);

@@ -2,27 +2,12 @@
 (1) static.copy_(x) per input + CUDAGraph.replay() and (2) a torch.cuda.make_graphed_callables
 callable, for 1, 4 and 16 inputs of 1024 floats (4 KiB). Writes the figures as JSON."""
 import json
-import statistics
 import sys
-import time
 
 import torch
+from torch_timing import host_cost
 
-BATCH, REPS, FLOATS = 32, 60, 1024
-
-
-def host_cost(call):
-    per = []
-    for rep in range(REPS + 5):
-        torch.cuda._sleep(3_000_000)  # keeps the stream busy past the batch (cycles)
-        t0 = time.perf_counter()
-        for _ in range(BATCH):
-            call()
-        t = (time.perf_counter() - t0) / BATCH * 1e6
-        torch.cuda.synchronize()
-        if rep >= 5:
-            per.append(t)
-    return statistics.median(per)
+FLOATS = 1024
 
 
 def run(n):

@@ -22,14 +22,6 @@ __global__ void uniforms(float* out, unsigned n, cugraphs::PhiloxArgs args) {
   out[i] = curand_uniform(&state);
 }
 
-__global__ void spin(unsigned long long ns) {
-  unsigned long long start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {

@@ -2,27 +2,12 @@
 torch.rand in it against the same graph without RNG, with the stream kept busy. Writes
 the figures as JSON."""
 import json
-import statistics
 import sys
-import time
 
 import torch
+from torch_timing import host_cost
 
-BATCH, REPS, N = 32, 80, 1 << 20
-
-
-def host_cost(graph):
-    per = []
-    for rep in range(REPS + 5):
-        torch.cuda._sleep(2_000_000)  # keeps the stream busy past the batch (cycles)
-        t0 = time.perf_counter()
-        for _ in range(BATCH):
-            graph.replay()
-        t = (time.perf_counter() - t0) / BATCH * 1e6
-        torch.cuda.synchronize()
-        if rep >= 5:
-            per.append(t)
-    return statistics.median(per)
+N = 1 << 20
 
 
 def capture(fn):
@@ -46,7 +31,8 @@ def main():
     base = torch.rand(N, device="cuda")
     with_rng = capture(lambda: out.uniform_())
     without_rng = capture(lambda: out.copy_(base))
-    a, b = host_cost(with_rng), host_cost(without_rng)
+    a = host_cost(with_rng.replay, reps=80, sleep_cycles=2_000_000)
+    b = host_cost(without_rng.replay, reps=80, sleep_cycles=2_000_000)
     print(f"torch replay host cost: with RNG {a:.3f} us, without {b:.3f} us: ratio {a / b:.3f}")
     figures = {"benchmark": "rng_torch", "torch": torch.__version__,
                "torch_replay_host_us_with_rng": a, "torch_replay_host_us_without_rng": b}
