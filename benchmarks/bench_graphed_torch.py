@@ -1,11 +1,10 @@
 """PyTorch counterpart of bench_graphed: host cost per call, with the stream kept busy, of
 (1) static.copy_(x) per input + CUDAGraph.replay() and (2) a torch.cuda.make_graphed_callables
 callable, for 1, 4 and 16 inputs of 1024 floats (4 KiB). Writes the figures as JSON."""
-import json
 import sys
 
 import torch
-from torch_timing import host_cost
+from torch_timing import capture, host_cost, write_figures
 
 FLOATS = 1024
 
@@ -13,20 +12,11 @@ FLOATS = 1024
 def run(n):
     inputs = [torch.randn(FLOATS, device="cuda") for _ in range(n)]
     statics = [torch.zeros(FLOATS, device="cuda") for _ in range(n)]
-    out = torch.zeros(FLOATS, device="cuda")
 
     def f(*xs):
         return torch.stack(xs).sum(0)
 
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        for _ in range(3):
-            f(*statics)
-    torch.cuda.current_stream().wait_stream(stream)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        out = f(*statics)
+    g = capture(lambda: f(*statics))
 
     def copy_replay():
         for s, x in zip(statics, inputs):
@@ -54,10 +44,7 @@ def main():
     figures = {"benchmark": "graphed_torch", "torch": torch.__version__}
     for n in (1, 4, 16):
         figures.update(run(n))
-    path = sys.argv[1] if len(sys.argv) > 1 else "bench_graphed_torch.json"
-    with open(path, "w") as fh:
-        json.dump(figures, fh, indent=2)
-    print(f"figures written to {path}")
+    write_figures(figures, "bench_graphed_torch.json")
     return 0
 
 

@@ -1,26 +1,12 @@
 """PyTorch counterpart of bench_rng: host cost of CUDAGraph.replay() for a graph with
 torch.rand in it against the same graph without RNG, with the stream kept busy. Writes
 the figures as JSON."""
-import json
 import sys
 
 import torch
-from torch_timing import host_cost
+from torch_timing import capture, host_cost, write_figures
 
 N = 1 << 20
-
-
-def capture(fn):
-    s = torch.cuda.Stream()
-    s.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(s):
-        for _ in range(3):
-            fn()
-    torch.cuda.current_stream().wait_stream(s)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g
 
 
 def main():
@@ -36,10 +22,7 @@ def main():
     print(f"torch replay host cost: with RNG {a:.3f} us, without {b:.3f} us: ratio {a / b:.3f}")
     figures = {"benchmark": "rng_torch", "torch": torch.__version__,
                "torch_replay_host_us_with_rng": a, "torch_replay_host_us_without_rng": b}
-    path = sys.argv[1] if len(sys.argv) > 1 else "bench_rng_torch.json"
-    with open(path, "w") as fh:
-        json.dump(figures, fh, indent=2)
-    print(f"figures written to {path}")
+    write_figures(figures, "bench_rng_torch.json")
     return 0
 
 
