@@ -1,0 +1,6 @@
+// Placeholder, being written.
+#include "testing.hpp"
+
+#include <cugraphs/graph.hpp>
+
+TEST_CASE("faults: placeholder", "[faults][gpu]") { REQUIRE(cugraphs::is_current_stream_capturing() == false); }
