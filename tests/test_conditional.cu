@@ -21,16 +21,6 @@ bool host_compiled_if_node_works(const bool* flag, int* counter, void (*launch_i
 
 namespace {
 
-template <class T>
-void put(DeviceBuffer<T>& b, T value) {
-  const T one[1] = {value};
-  b.copy_from_host(std::span<const T>(one, 1));
-}
-template <class T>
-T get(const DeviceBuffer<T>& b) {
-  return b.to_host()[0];
-}
-
 __global__ void increment(int* x) { *x += 1; }
 __global__ void add_to(int* x, int v) { *x += v; }
 

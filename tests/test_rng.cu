@@ -1,6 +1,7 @@
 // Graph-safe RNG: fresh numbers every replay, bitwise the numbers of the same calls run
 // eagerly, several generators, reseeding, streams, and refused misuse.
 #include "kernels.cuh"
+#include "rng_kernels.cuh"
 #include "testing.hpp"
 
 #include <cugraphs/graph.hpp>
@@ -16,23 +17,6 @@ using cugraphs::PhiloxArgs;
 namespace {
 
 constexpr std::size_t kN = 1 << 20;
-
-// Each thread draws `per_thread` uniforms (its increment) and writes the last.
-__global__ void uniforms(float* out, std::size_t n, PhiloxArgs args, int per_thread) {
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  const auto [seed, offset] = cugraphs::rng::unpack(args);
-  curandStatePhilox4_32_10_t state;
-  curand_init(seed, i, offset, &state);
-  float v = 0.0f;
-  for (int k = 0; k < per_thread; ++k) v = curand_uniform(&state);
-  out[i] = v;
-}
-
-void draw(Generator& g, DeviceBuffer<float>& out, int per_thread, cudaStream_t s) {
-  uniforms<<<blocks_for(out.size()), kThreads, 0, s>>>(out.data(), out.size(), g.philox(per_thread), per_thread);
-  cugraphs::check_launch("uniforms");
-}
 
 }  // namespace
 

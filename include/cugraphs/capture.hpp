@@ -110,6 +110,10 @@ namespace detail {
 // completed capture after its Graph was reset.
 struct NativeGraph {
   cudaGraph_t graph;
+  // CUDA graph objects are not internally synchronized, and export_dot may write this one
+  // from another thread: every CUDA call on `graph` made after it is shared (instantiation,
+  // DOT writes) holds this mutex.
+  std::mutex m;
   explicit NativeGraph(cudaGraph_t g) noexcept : graph(g) {}
   ~NativeGraph() { report_in_destructor(cudaGraphDestroy(graph), "cudaGraphDestroy"); }
   NativeGraph(const NativeGraph&) = delete;
@@ -137,8 +141,10 @@ private:
 };
 
 inline void write_dot(cudaGraph_t g, const std::string& path, std::string_view op) {
-  check(cudaGraphDebugDotPrint(g, path.c_str(), cudaGraphDebugDotFlagsVerbose),
-        fmt::format("{}: cudaGraphDebugDotPrint to '{}'", op, path));
+  if (const cudaError_t e = cudaGraphDebugDotPrint(g, path.c_str(), cudaGraphDebugDotFlagsVerbose); e != cudaSuccess) {
+    (void)cudaGetLastError();  // an unwritable path must not linger as the thread's last error
+    throw_cuda(e, fmt::format("{}: cudaGraphDebugDotPrint to '{}' (is the path writable?)", op, path));
+  }
 }
 
 enum class ConditionalKind { If, While, IfElse, Switch };
@@ -298,9 +304,10 @@ public:
     cudaGraph_t g = nullptr;
     const cudaError_t e = cudaStreamEndCapture(capture_->stream, &g);
     const cudaStream_t stream = capture_->stream;
+    const std::uint64_t capture_id = capture_->id;
     std::unique_ptr<detail::GraphRng> rng = std::move(capture_->rng);
     if (rng) rng->end_capture();
-    close_capture();
+    close_capture(e == cudaSuccess && g != nullptr);
     if (e != cudaSuccess || g == nullptr) {
       if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
       (void)cudaGetLastError();
@@ -310,6 +317,16 @@ public:
     }
     graph_ = std::make_shared<detail::NativeGraph>(g);
     upload_stream_ = stream;
+    if (pool_->checked()) {
+      try {
+        pool_->register_graph(capture_id);
+      } catch (...) {
+        graph_.reset();
+        release_pool();
+        throw;
+      }
+      checked_capture_ = capture_id;
+    }
     if (rng) {
       try {
         attach_rng(*rng, stream);
@@ -328,6 +345,11 @@ public:
   /// empty and reusable. Does nothing when no capture is open.
   void capture_abort() noexcept {
     if (!capture_) return;
+    if (!capture_on_this_thread()) {  // that thread's capture stack points at the record
+      detail::report_in_destructor(cudaErrorStreamCaptureWrongThread,
+                                   "Graph::capture_abort (the capture belongs to another thread and stays open)");
+      return;
+    }
     auto& frames = capture_->conditionals;
     for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
       if (it->active < 0) continue;
@@ -357,10 +379,13 @@ public:
     params.flags = cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUpload;
     params.uploadStream = upload_stream_;
     cudaGraphExec_t exec = nullptr;
-    const cudaError_t e = cudaGraphInstantiateWithParams(&exec, graph_->graph, &params);
-    if (e != cudaSuccess || params.result_out != cudaGraphInstantiateSuccess) {
-      (void)cudaGetLastError();
-      throw Error(e != cudaSuccess ? e : cudaErrorInvalidValue, detail::instantiate_failure(e, params));
+    {
+      std::lock_guard lock(graph_->m);  // export_dot may be reading the graph on another thread
+      const cudaError_t e = cudaGraphInstantiateWithParams(&exec, graph_->graph, &params);
+      if (e != cudaSuccess || params.result_out != cudaGraphInstantiateSuccess) {
+        (void)cudaGetLastError();
+        throw Error(e != cudaSuccess ? e : cudaErrorInvalidValue, detail::instantiate_failure(e, params));
+      }
     }
     if (const cudaError_t s = cudaStreamSynchronize(upload_stream_); s != cudaSuccess) {
       detail::report_in_destructor(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
@@ -376,12 +401,12 @@ public:
   void replay(cudaStream_t stream) {
     if (exec_ == nullptr) [[unlikely]]
       not_replayable("Graph::replay");
-    if (rng_) [[unlikely]]
-      rng_->post(stream);  // this replay's (seed, offset) of every generator
-    if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
-      detail::throw_cuda(e, "Graph::replay (cudaGraphLaunch)");
-    if (rng_) [[unlikely]]
-      rng_->posted_one(stream);
+    if (checked_capture_ != 0) [[unlikely]] {
+      // Checked pool: the check, the launch and its record happen under the pool's lock.
+      pool_->checked_launch(checked_capture_, stream, [&] { launch(stream); });
+      return;
+    }
+    launch(stream);
   }
 
   /// The seed's stage_and_launch: copies every leaf of `inputs` onto the matching leaf of
@@ -399,7 +424,9 @@ public:
       static_assert((std::is_same_v<typename std::tuple_element_t<I, decltype(to)>::value_type,
                                     typename std::tuple_element_t<I, decltype(from)>::value_type> && ...),
                     "cugraphs: stage_and_launch: every input leaf must have its static leaf's element type");
+      if (exec_ == nullptr) not_replayable(op);  // before any copy: nothing is staged
       (check_leaf_size(I, std::get<I>(from).size(), std::get<I>(to).size(), op), ...);
+      (check_leaf_data(I, std::get<I>(from).data(), std::get<I>(from).size(), op), ...);
       (copy_leaf(std::get<I>(to), std::get<I>(from), stream, op), ...);
     }(std::make_index_sequence<leaf_count_v<Statics>>{});
     replay(stream);
@@ -413,6 +440,9 @@ public:
   /// to the device once nothing else holds it). An open capture is aborted. The graph can
   /// capture again afterwards.
   void reset() {
+    if (capture_ && !capture_on_this_thread())
+      detail::throw_misuse("Graph::reset", "this graph's capture was begun on another thread; end or "
+                                           "abort it on that thread first");
     capture_abort();
     destroy_exec_and_graph();
     release_pool();
@@ -477,6 +507,16 @@ public:
                                "condition; only a While node does",
                            detail::name(static_cast<detail::ConditionalKind>(f.kind)));
     if (pred == nullptr) detail::throw_misuse(op, "the flag pointer is null");
+    detail::check_device_readable(pred, device_, op, "the flag pointer");
+    f.refresh = pred;
+  }
+
+  // ConditionalScope<While>::set_predicate: the While node of scope `id` re-reads its
+  // condition from `*pred` at the end of every iteration.
+  void set_conditional_refresh(std::uint64_t id, const bool* pred, std::string_view op) {
+    if (pred == nullptr) detail::throw_misuse(op, "the flag pointer is null");
+    auto& f = conditional_frame(id, op);
+    detail::check_device_readable(pred, device_, op, "the flag pointer");
     f.refresh = pred;
   }
 
@@ -498,6 +538,17 @@ public:
     if (!frames.empty() && frames.back().active < 0)
       detail::throw_misuse(op, "the enclosing Switch scope has no open case; call case_(i) first");
     if (bodies == 0) detail::throw_misuse(op, "a Switch needs at least one case");
+    if (detail::innermost_capture() != capture_.get())
+      detail::throw_misuse(op, "this graph's capture is not the innermost capture open on this thread "
+                               "(another capture began after it, or it belongs to another thread); open "
+                               "conditional scopes in the innermost capture, on the thread that began it");
+    if (flag != nullptr) {
+      if (reinterpret_cast<std::uintptr_t>(flag) % width != 0)
+        detail::throw_misuse(op, "the flag pointer ({}) is not aligned to {} bytes; a kernel reading it "
+                                 "would fault",
+                             flag, width);
+      detail::check_device_readable(flag, device_, op, "the flag pointer");
+    }
     const cudaStream_t parent = current_capture_stream();
     detail::ConditionalFrame frame;
     frame.id = detail::next_capture_id();
@@ -593,6 +644,7 @@ public:
     if (!debug_)
       detail::throw_misuse(op, "debug mode is off; call enable_debug_mode() first");
     if (!graph_) not_replayable(op);
+    std::lock_guard lock(graph_->m);
     detail::write_dot(graph_->graph, path, op);
   }
 
@@ -654,6 +706,13 @@ private:
                            i, given, expected);
   }
 
+  static void check_leaf_data(std::size_t i, const void* data, std::size_t size, std::string_view op) {
+    if (data == nullptr && size != 0)
+      detail::throw_misuse(op, "input leaf {} is a null pointer with {} elements; nothing was staged or "
+                               "launched",
+                           i, size);
+  }
+
   template <class To, class From>
   static void copy_leaf(To to, From from, cudaStream_t stream, std::string_view op) {
     if (from.size() == 0 || static_cast<const void*>(from.data()) == static_cast<const void*>(to.data())) return;
@@ -699,15 +758,16 @@ private:
   }
 
   // Pops the open capture from this thread's record and closes it on the pool.
-  void close_capture() noexcept {
+  void close_capture(bool produced_graph = false) noexcept {
     std::erase(detail::tls_captures, capture_.get());
-    capture_->pool->end_capture(capture_->id);
+    capture_->pool->end_capture(capture_->id, produced_graph);
     capture_.reset();
     detail::DeferredFrees::instance().drain();
   }
 
   void release_pool() noexcept {
     if (!pool_) return;
+    if (checked_capture_ != 0) pool_->forget_graph(std::exchange(checked_capture_, 0));
     pool_->detach_graph();
     pool_.reset();
   }
@@ -728,7 +788,28 @@ private:
     graph_.reset();
   }
 
+  void launch(cudaStream_t stream) {
+    if (rng_) [[unlikely]]
+      rng_->post(stream);  // this replay's (seed, offset) of every generator
+    if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
+      detail::throw_cuda(e, "Graph::replay (cudaGraphLaunch)");
+    if (rng_) [[unlikely]]
+      rng_->posted_one(stream);
+  }
+
+  [[nodiscard]] bool capture_on_this_thread() const noexcept {
+    return std::find(detail::tls_captures.begin(), detail::tls_captures.end(), capture_.get()) !=
+           detail::tls_captures.end();
+  }
+
   void reset_noexcept() noexcept {
+    if (capture_ && !capture_on_this_thread()) {
+      // Destroyed on another thread while capturing: the capturing thread still refers to
+      // the record, so it is left alive (a small leak) rather than freed under it.
+      detail::report_in_destructor(cudaErrorStreamCaptureWrongThread,
+                                   "Graph destroyed on another thread than its open capture's");
+      (void)capture_.release();
+    }
     capture_abort();
     destroy_exec_and_graph();
     release_pool();
@@ -738,6 +819,7 @@ private:
     exec_ = std::exchange(o.exec_, nullptr);
     graph_ = std::move(o.graph_);
     pool_ = std::move(o.pool_);
+    checked_capture_ = std::exchange(o.checked_capture_, 0);
     capture_ = std::move(o.capture_);
     rng_ = std::move(o.rng_);
     upload_stream_ = o.upload_stream_;
@@ -753,6 +835,7 @@ private:
   std::shared_ptr<detail::Pool> pool_;
   std::unique_ptr<detail::CaptureContext> capture_;  // set while capturing
   std::unique_ptr<detail::GraphRng> rng_;            // set when the graph draws random numbers
+  std::uint64_t checked_capture_ = 0;                // its capture's id, when its pool is checked
   cudaStream_t upload_stream_ = nullptr;
   CaptureMode mode_ = CaptureMode::Global;
   int device_ = 0;
@@ -839,6 +922,7 @@ void capture(Graph& graph, F&& fn, const CaptureOptions& opts = {}) {
 inline void export_dot(const std::string& path) {
   const auto g = detail::LastCapture::instance().get();
   if (!g) detail::throw_misuse("export_dot", "no capture has completed yet");
+  std::lock_guard lock(g->m);  // its Graph may be instantiating it on another thread
   detail::write_dot(g->graph, path, "export_dot");
 }
 

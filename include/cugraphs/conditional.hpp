@@ -125,7 +125,7 @@ public:
   void set_predicate(const bool* pred)
     requires std::same_as<Kind, While>
   {
-    frame().refresh = checked_flag(pred);
+    graph_->set_conditional_refresh(id_, pred, op());
   }
 
   /// IfElse: ends the then-body and captures the else-body. Once only.

@@ -22,6 +22,12 @@
 // CUDA 13 added an edge-data parameter to the capture-info functions.
 #define CUGRAPHS_CAPTURE_INFO_HAS_EDGES CUGRAPHS_CTK_AT_LEAST(13, 0)
 
+/// Define CUGRAPHS_CHECKED to 1 (a debug build) to make every pool from graph_pool_handle()
+/// a checked pool: graphs sharing it are checked for concurrent and out-of-order replays.
+#if !defined(CUGRAPHS_CHECKED)
+#  define CUGRAPHS_CHECKED 0
+#endif
+
 #if defined(__CUDACC__)
 #  define CUGRAPHS_HOST_DEVICE __host__ __device__
 #else

@@ -66,6 +66,16 @@ namespace detail {
           "from the capture's pool), or capture with CaptureMode::Relaxed.",
           in_mode);
     case cudaErrorStreamCaptureInvalidated:
+      if (mode == "Relaxed")  // unsafe calls are allowed: advising Relaxed would be no help
+        return fmt::format(
+            " Likely cause: an earlier call during the capture failed and invalidated it{}. "
+            "Relaxed allows unsafe calls such as cudaMalloc, so most often a synchronize or query of "
+            "a capturing stream or event (cudaStreamSynchronize, cudaStreamQuery, "
+            "cudaDeviceSynchronize, cudaEventSynchronize) or work issued to the legacy default "
+            "stream while a blocking stream captures. Remedy: find the failing call (check every "
+            "CUDA result inside the capture), wait for or query the stream only after capture_end, "
+            "and launch on the capture stream.",
+            in_mode);
       return fmt::format(
           " Likely cause: an earlier call during the capture failed and invalidated it, most "
           "often an unsafe call (cudaMalloc, a synchronous copy, a synchronize){} or work issued "

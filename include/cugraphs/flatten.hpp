@@ -127,7 +127,7 @@ constexpr std::array<std::size_t, sizeof...(Ts)> leaf_offsets() {
   constexpr std::array<std::size_t, sizeof...(Ts)> counts{std::tuple_size_v<typename flat<Ts>::type>...};
   std::array<std::size_t, sizeof...(Ts)> offsets{};
   std::size_t sum = 0;
-  for (std::size_t k = 0; k < sizeof...(Ts); ++k) {
+  for (std::size_t k = 0; k != counts.size(); ++k) {  // != : no "k < 0" warning without Ts
     offsets[k] = sum;
     sum += counts[k];
   }

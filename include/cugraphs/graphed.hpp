@@ -118,10 +118,28 @@ private:
   void* p_ = nullptr;
 };
 
+inline void check_sample_leaf(std::size_t i, const void* data, std::size_t size, int device) {
+  if (size == 0) return;
+  if (data == nullptr)
+    throw_misuse("make_graphed_callable", "sample leaf {} is a null pointer with {} elements", i, size);
+  check_device_readable(data, device, "make_graphed_callable", fmt::format("sample leaf {}", i));
+}
+
 template <class F, class... Args>
 void warm_up(F& f, int iterations, const Args&... samples) {
+  constexpr std::string_view op = "make_graphed_callable";
   if (iterations < 0)
-    throw_misuse("make_graphed_callable", "warmup_iters is {}; it must be 0 or more", iterations);
+    throw_misuse(op, "warmup_iters is {}; it must be 0 or more", iterations);
+  // The warm-up synchronizes and the capture would nest: either would break an open capture.
+  if (innermost_capture() != nullptr)
+    throw_misuse(op, "a capture is open on this thread; make graphed callables before capture_begin "
+                     "or after capture_end");
+  // f runs on the samples eagerly: a sample kernels cannot read would fault the device.
+  const int device = current_device();
+  const auto leaves = std::tuple_cat(flatten(samples)...);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    (check_sample_leaf(I, std::get<I>(leaves).data(), std::get<I>(leaves).size(), device), ...);
+  }(std::make_index_sequence<std::tuple_size_v<decltype(leaves)>>{});
   const cudaStream_t s = capture_stream();
   StreamGuard on(s);
   for (int i = 0; i < iterations; ++i) {
@@ -158,12 +176,18 @@ public:
 
   GraphedCallable(detail::BuildTag, F f, const GraphedOptions& opts, const PoolHandle& pool,
                   const Args&... samples)
-      : f_(std::move(f)), pinned_(ring_bytes()) {
+      : f_(std::move(f)), pinned_(ring_bytes()), checked_pool_(pool.checked() ? pool.impl() : nullptr) {
     ring_ = static_cast<unsigned long long*>(pinned_.get());
     host_done_ = ring_ + kSlots * (input_leaves + 1);
     const auto sample_leaves = std::tuple_cat(flatten(samples)...);
     std::array<detail::StageTarget, input_leaves> targets{};
     std::size_t max_bytes = 0;
+    // The staging tables and counters persist across calls, so they stay out of the pool: a
+    // graph captured earlier into a shared pool may use the same blocks as temporaries.
+    constexpr std::string_view what = "make_graphed_callable: staging tables";
+    targets_ = detail::PrivateArray<detail::StageTarget>(std::max<std::size_t>(input_leaves, 1), what);
+    counters_ = detail::PrivateArray<unsigned long long>(2, what);  // calls consumed, this launch's claim
+    sources_ = detail::PrivateArray<const void*>(std::max<std::size_t>(input_leaves, 1), what);
     {
       CaptureOptions co;
       co.pool = pool;
@@ -178,9 +202,6 @@ public:
         static_sizes_[i] = leaf.size();
         max_bytes = std::max(max_bytes, leaf.size_bytes());
       });
-      targets_ = DeviceBuffer<detail::StageTarget>(std::max<std::size_t>(input_leaves, 1));
-      counters_ = DeviceBuffer<unsigned long long>(2);  // calls consumed, and this launch's claim
-      sources_ = DeviceBuffer<const void*>(std::max<std::size_t>(input_leaves, 1));
       args_ = {ring_, static_cast<unsigned>(input_leaves), kSlots, targets_.data(), counters_.data(),
                reinterpret_cast<int*>(counters_.data() + 1), sources_.data(),
                const_cast<unsigned long long*>(host_done_),
@@ -218,7 +239,8 @@ public:
         graph_(std::move(o.graph_)),
         static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
         static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), args_(o.args_),
-        calls_(std::exchange(o.calls_, 0)), copies_(o.copies_), last_stream_(o.last_stream_) {}
+        calls_(std::exchange(o.calls_, 0)), copies_(o.copies_), last_stream_(o.last_stream_),
+        checked_pool_(std::move(o.checked_pool_)) {}
   GraphedCallable& operator=(GraphedCallable&&) = delete;
   GraphedCallable(const GraphedCallable&) = delete;
   GraphedCallable& operator=(const GraphedCallable&) = delete;
@@ -264,6 +286,12 @@ public:
         detail::throw_misuse(op, "input leaf {} has {} elements but its static buffer has {}; nothing "
                                  "was staged or launched",
                              i, leaf.size(), static_sizes_[i]);
+      if (leaf.data() == nullptr && leaf.size() != 0) [[unlikely]]
+        detail::throw_misuse(op, "input leaf {} is a null pointer with {} elements; nothing was staged "
+                                 "or launched",
+                             i, leaf.size());
+      if (checked_pool_) [[unlikely]]
+        checked_pool_->check_read(leaf.data(), leaf.size_bytes(), op);
     });
     wait_for_slot(stream);
     unsigned long long* slot = ring_ + (calls_ % kSlots) * (input_leaves + 1);
@@ -321,7 +349,7 @@ private:
 
   template <std::size_t... A>
   static std::tuple<Args...> rebuild_inputs(const FlatInputs& statics, std::index_sequence<A...>) {
-    constexpr auto offsets = detail::leaf_offsets<Args...>();
+    [[maybe_unused]] constexpr auto offsets = detail::leaf_offsets<Args...>();  // unused without inputs
     return std::tuple<Args...>{detail::unflatten_at<Args, offsets[A]>(statics)...};
   }
 
@@ -343,9 +371,9 @@ private:
   unsigned long long* ring_ = nullptr;
   volatile unsigned long long* host_done_ = nullptr;
   detail::Owners owners_;  // static inputs and output buffers
-  DeviceBuffer<detail::StageTarget> targets_;
-  DeviceBuffer<unsigned long long> counters_;
-  DeviceBuffer<const void*> sources_;
+  detail::PrivateArray<detail::StageTarget> targets_;  // outside the pool: see private_device_memory
+  detail::PrivateArray<unsigned long long> counters_;
+  detail::PrivateArray<const void*> sources_;
   Graph graph_;
   std::optional<std::tuple<Args...>> static_inputs_;
   std::optional<Outputs> outputs_;
@@ -355,6 +383,7 @@ private:
   std::uint64_t calls_ = 0;
   std::uint64_t copies_ = 0;
   cudaStream_t last_stream_ = nullptr;
+  std::shared_ptr<detail::Pool> checked_pool_;  // set when the pool is checked
 };
 
 /// Warms `f` up (opts.warmup_iters eager calls on the capture stream), captures

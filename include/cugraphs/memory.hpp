@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -43,6 +44,8 @@ public:
   /// Returns fully free segments to the device while no graph refers to the pool (graphs
   /// may still touch freed blocks on replay). Returns the bytes released.
   std::size_t trim() { return pool_->trim(); }
+  /// Whether the pool checks the replays of the graphs sharing it (PoolOptions::checked).
+  [[nodiscard]] bool checked() const noexcept { return pool_->checked(); }
 
   friend bool operator==(const PoolHandle& a, const PoolHandle& b) noexcept {
     return a.pool_ == b.pool_;
@@ -51,20 +54,35 @@ public:
   /// The pool itself, for cugraphs internals.
   [[nodiscard]] const std::shared_ptr<detail::Pool>& impl() const noexcept { return pool_; }
   explicit PoolHandle(std::shared_ptr<detail::Pool> pool) noexcept : pool_(std::move(pool)) {}
+  /// Moving a handle copies it: a moved-from handle still refers to its pool, never to none.
+  PoolHandle(const PoolHandle&) noexcept = default;
+  PoolHandle& operator=(const PoolHandle&) noexcept = default;
 
 private:
   std::shared_ptr<detail::Pool> pool_;
 };
 
+/// How a shared pool behaves.
+struct PoolOptions {
+  /// Checked mode, for debugging: a replay that would run concurrently with another graph
+  /// of the pool whose memory it shares is refused with an Error, and outputs that a later
+  /// out-of-order replay overwrote are refused when read through cugraphs (host copies,
+  /// graphed-callable inputs). Costs a lock and an event per replay. Default: off, on when
+  /// the library is compiled with CUGRAPHS_CHECKED=1.
+  bool checked = CUGRAPHS_CHECKED != 0;
+};
+
 /// A new graph-private pool on `device`, for graphs that should share memory.
-[[nodiscard]] inline PoolHandle graph_pool_handle(int device) {
+[[nodiscard]] inline PoolHandle graph_pool_handle(int device, const PoolOptions& opts = {}) {
   if (device < 0 || device >= detail::device_count())
     detail::throw_cuda(cudaErrorInvalidDevice, fmt::format("graph_pool_handle({}): no such device", device));
-  return PoolHandle(std::make_shared<detail::Pool>(device));
+  return PoolHandle(std::make_shared<detail::Pool>(device, opts.checked));
 }
 
 /// A new graph-private pool on the current device.
-[[nodiscard]] inline PoolHandle graph_pool_handle() { return graph_pool_handle(detail::current_device()); }
+[[nodiscard]] inline PoolHandle graph_pool_handle(const PoolOptions& opts = {}) {
+  return graph_pool_handle(detail::current_device(), opts);
+}
 
 /// A non-owning {pointer, size} view of device memory, passed to kernels by value. The
 /// leaf type of graphed callables.
@@ -124,13 +142,20 @@ public:
 
   DeviceBuffer(std::size_t count, cudaStream_t stream) : size_(count), stream_(stream) {
     if (count == 0) return;
+    if (count > std::numeric_limits<std::size_t>::max() / sizeof(T))
+      detail::throw_misuse("DeviceBuffer", "{} elements of {} bytes overflow the size of the address "
+                                           "space (std::size_t); nothing was allocated",
+                           count, sizeof(T));
     if (auto* ctx = detail::innermost_capture()) {
       pool_ = ctx->pool;
       block_ = pool_->allocate(bytes(), ctx->id, stream);
       data_ = reinterpret_cast<T*>(block_->addr);
     } else {
       void* p = nullptr;
-      detail::check(cudaMallocAsync(&p, bytes(), stream), "DeviceBuffer: cudaMallocAsync");
+      if (const cudaError_t e = cudaMallocAsync(&p, bytes(), stream); e != cudaSuccess) {
+        (void)cudaGetLastError();  // a failed allocation must not linger as the thread's last error
+        detail::throw_cuda(e, fmt::format("DeviceBuffer: cudaMallocAsync of {} bytes", bytes()));
+      }
       data_ = static_cast<T*>(p);
     }
   }
@@ -177,6 +202,7 @@ public:
   /// Copies the buffer out to `host` (exactly size() elements) and waits for the copy.
   void copy_to_host(std::span<T> host, cudaStream_t stream = current_stream()) const {
     check_host_copy(host.size(), stream, "DeviceBuffer::copy_to_host");
+    if (pool_) pool_->check_read(data_, bytes(), "DeviceBuffer::copy_to_host");
     detail::check(cudaMemcpyAsync(host.data(), data_, bytes(), cudaMemcpyDeviceToHost, stream),
                   "DeviceBuffer::copy_to_host: cudaMemcpyAsync");
     detail::check(cudaStreamSynchronize(stream), "DeviceBuffer::copy_to_host: cudaStreamSynchronize");
@@ -198,7 +224,8 @@ public:
 private:
   void check_host_copy(std::size_t host_count, cudaStream_t stream, std::string_view op) const {
     if (host_count != size_)
-      detail::throw_misuse(op, "the host range has {} elements but the buffer has {}", host_count, size_);
+      detail::throw_misuse(op, "the host range has {} elements but the buffer has {}{}", host_count, size_,
+                           size_ == 0 ? " (it is empty: default-constructed, of size 0, or moved from)" : "");
     if (stream != nullptr && stream != cudaStreamLegacy && is_capturing(stream))
       detail::throw_misuse(op, "the stream is capturing; a copy that waits for the host cannot "
                                "be captured (copy before capture_begin, or after capture_end)");

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <limits>
 #include <memory>
 #include <mutex>
 
@@ -58,22 +59,25 @@ public:
   /// Reseeds: offset back to 0. Refused while a capture that draws from this generator is
   /// open (the capture has recorded the generator; its replays follow the new seed).
   void manual_seed(std::uint64_t seed) {
-    std::lock_guard lock(state_->m);
-    if (state_->open_captures != 0)
+    auto& s = state("Generator::manual_seed");
+    std::lock_guard lock(s.m);
+    if (s.open_captures != 0)
       detail::throw_misuse("Generator::manual_seed", "a capture that draws from this generator is "
                                                      "still open; reseed before capture_begin or "
                                                      "after capture_end (replays then follow the new seed)");
-    state_->seed = seed;
-    state_->offset = 0;
+    s.seed = seed;
+    s.offset = 0;
   }
 
   [[nodiscard]] std::uint64_t seed() const {
-    std::lock_guard lock(state_->m);
-    return state_->seed;
+    auto& s = state("Generator::seed");
+    std::lock_guard lock(s.m);
+    return s.seed;
   }
   [[nodiscard]] std::uint64_t offset() const {
-    std::lock_guard lock(state_->m);
-    return state_->offset;
+    auto& s = state("Generator::offset");
+    std::lock_guard lock(s.m);
+    return s.offset;
   }
 
   /// Arguments for a kernel whose threads each draw `increment` 32-bit values. Outside a
@@ -83,6 +87,12 @@ public:
   /// body, whose kernels may run several times per replay.
   [[nodiscard]] PhiloxArgs philox(std::uint64_t increment) {
     constexpr std::string_view op = "Generator::philox";
+    constexpr std::uint64_t max = std::numeric_limits<std::uint64_t>::max();
+    auto& s = state(op);
+    if (increment > max - 3)
+      detail::throw_misuse(op, "the increment {} cannot be rounded up to Philox's block of 4 values "
+                               "without overflowing 64 bits",
+                           increment);
     const std::uint64_t reserved = detail::round_up(increment == 0 ? 1 : increment, 4);
     if (auto* ctx = detail::innermost_capture()) {
       if (!ctx->conditionals.empty())
@@ -92,24 +102,41 @@ public:
       if (!ctx->rng) ctx->rng = make_graph_rng();
       auto& r = *ctx->rng;
       const unsigned i = r.index_of(state_, op);
+      if (reserved > max - r.uses[i].increment)
+        detail::throw_misuse(op, "this graph would draw more than 2^64 values per thread from the "
+                                 "generator; the 64-bit Philox offset would overflow");
       const PhiloxArgs args{0, r.uses[i].increment, static_cast<const std::uint64_t*>(r.values) + 2 * i};
       r.uses[i].increment += reserved;
       return args;
     }
-    const auto [seed, offset] = state_->take(reserved);
-    return {seed, offset, nullptr};
+    std::lock_guard lock(s.m);
+    if (reserved > max - s.offset)
+      detail::throw_misuse(op, "drawing {} more values per thread would overflow the 64-bit Philox "
+                               "offset (now {}) and repeat numbers; manual_seed() starts again at 0",
+                           reserved, s.offset);
+    const PhiloxArgs args{s.seed, s.offset, nullptr};
+    s.offset += reserved;
+    return args;
   }
 
 private:
-  // Called while a capture is open: its buffers come from the capture's pool.
+  // The state; a moved-from Generator has none.
+  [[nodiscard]] detail::GeneratorState& state(std::string_view op) const {
+    if (!state_) [[unlikely]]
+      detail::throw_misuse(op, "this Generator was moved from and has no state; use the Generator it "
+                               "was moved to");
+    return *state_;
+  }
+
+  // Called while a capture is open. The (seed, offset) words and the replay counter live
+  // outside the graph's pool: another graph sharing the pool could reuse their blocks.
   static std::unique_ptr<detail::GraphRng> make_graph_rng() {
     auto r = std::make_unique<detail::GraphRng>();
-    auto values = std::make_shared<DeviceBuffer<unsigned long long>>(2 * detail::kMaxGeneratorsPerGraph);
-    auto consumed = std::make_shared<DeviceBuffer<unsigned long long>>(1);
-    r->values = values->data();
-    r->consumed = consumed->data();
-    r->values_owner = std::move(values);
-    r->counter_owner = std::move(consumed);
+    constexpr std::size_t words = 2 * detail::kMaxGeneratorsPerGraph + 1;
+    auto memory = detail::private_device_memory(words * sizeof(unsigned long long), "Generator::philox");
+    r->values = memory.get();
+    r->consumed = static_cast<unsigned long long*>(memory.get()) + 2 * detail::kMaxGeneratorsPerGraph;
+    r->values_owner = std::move(memory);
     return r;
   }
 

@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -44,14 +45,25 @@ public:
   Stream(const Stream&) = delete;
   Stream& operator=(const Stream&) = delete;
 
-  [[nodiscard]] cudaStream_t get() const noexcept { return stream_; }
-  operator cudaStream_t() const noexcept { return stream_; }  // NOLINT: implicit by design
+  /// The stream. A moved-from Stream has none and throws an Error rather than hand out
+  /// nullptr, which CUDA would take for the legacy default stream.
+  [[nodiscard]] cudaStream_t get() const {
+    if (stream_ == nullptr) [[unlikely]]
+      moved_from("Stream::get");
+    return stream_;
+  }
+  operator cudaStream_t() const { return get(); }  // NOLINT: implicit by design
   [[nodiscard]] int device() const noexcept { return device_; }
 
   /// Blocks until all work queued on the stream has finished.
-  void synchronize() const { detail::check(cudaStreamSynchronize(stream_), "Stream::synchronize"); }
+  void synchronize() const { detail::check(cudaStreamSynchronize(get()), "Stream::synchronize"); }
 
 private:
+  [[noreturn]] static void moved_from(std::string_view op) {
+    detail::throw_misuse(op, "this Stream was moved from and owns no CUDA stream (using it would "
+                             "silently mean the legacy default stream); use the Stream it was moved to");
+  }
+
   cudaStream_t stream_ = nullptr;
   int device_ = 0;
 };

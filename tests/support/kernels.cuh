@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <span>
 #include <vector>
 
 namespace cugraphs_test {
@@ -53,6 +54,17 @@ __global__ void slow_fill_kernel(float* x, std::size_t n, float value, unsigned 
 inline void launch_step(float* x, std::size_t n, int k, cudaStream_t s) {
   step_kernel<<<blocks_for(n), kThreads, 0, s>>>(x, n, k);
   cugraphs::check_launch("step_kernel");
+}
+
+// One value into, or out of, a one-element buffer (waits for the copy).
+template <class T>
+void put(cugraphs::DeviceBuffer<T>& b, T value) {
+  const T one[1] = {value};
+  b.copy_from_host(std::span<const T>(one, 1));
+}
+template <class T>
+T get(const cugraphs::DeviceBuffer<T>& b) {
+  return b.to_host()[0];
 }
 
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {

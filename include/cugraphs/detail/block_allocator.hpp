@@ -11,6 +11,7 @@
 #include <memory>
 #include <set>
 #include <span>
+#include <utility>
 #include <vector>
 
 namespace cugraphs::detail {
@@ -41,6 +42,7 @@ struct Block {
   Block* prev = nullptr;  // neighbours inside the same segment
   Block* next = nullptr;
   std::size_t segment = 0;
+  std::uint64_t serial = 0;  // set by the pool for each allocation (checked mode)
 };
 
 class BlockAllocator {

@@ -6,6 +6,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <memory>
+#include <string_view>
+
 namespace cugraphs::detail {
 
 [[nodiscard]] inline int current_device() {
@@ -72,6 +75,70 @@ public:
 
 private:
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
+};
+
+// Refuses a pointer that kernels on `device` cannot read because it is plain (pageable,
+// unregistered) host memory, or no allocation at all: a kernel reading it would fault and
+// lose the CUDA context. Pinned, managed and device memory pass, and so does pageable
+// memory on a device that reads it (cudaDevAttrPageableMemoryAccess). The queries run in
+// relaxed capture mode, so they cannot invalidate a capture open on this thread.
+inline void check_device_readable(const void* p, int device, std::string_view op, std::string_view what) {
+  cudaPointerAttributes attr{};
+  int pageable = 0;
+  cudaError_t e = cudaSuccess;
+  {
+    RelaxedCaptureMode relaxed;
+    e = cudaPointerGetAttributes(&attr, p);
+    if (e == cudaSuccess && attr.type == cudaMemoryTypeUnregistered)
+      e = cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device);
+  }
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw_cuda(e, fmt::format("{}: cudaPointerGetAttributes of {}", op, what));
+  }
+  if (attr.type == cudaMemoryTypeUnregistered && pageable == 0)
+    throw_misuse(op, "{} ({}) is not device memory: it is host memory that device {} cannot read (a "
+                     "kernel reading it would fault). Pass memory from DeviceBuffer, cudaMalloc or "
+                     "cudaMallocManaged",
+                 what, p, device);
+}
+
+// `bytes` of device memory of the current device owned by the library itself (state a
+// graph keeps across replays). Not from a graph pool on purpose: a pool hands blocks that
+// earlier graphs use as temporaries to later captures, and replaying those graphs would
+// overwrite the state. Safe to call while a capture is open on this thread.
+[[nodiscard]] inline std::shared_ptr<void> private_device_memory(std::size_t bytes, std::string_view what) {
+  RelaxedCaptureMode relaxed;
+  const int device = current_device();
+  void* p = nullptr;
+  if (const cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
+    (void)cudaGetLastError();
+    throw_cuda(e, fmt::format("{}: cudaMalloc of {} bytes", what, bytes));
+  }
+  return std::shared_ptr<void>(p, [device](void* q) {
+    try {
+      DeviceGuard on(device);
+      RelaxedCaptureMode relaxed_free;
+      report_in_destructor(cudaFree(q), "cudaFree (library state)");
+    } catch (const Error& e) {
+      report_in_destructor(e.code(), "freeing library state");
+    }
+  });
+}
+
+// `count` T of library-owned device memory (see private_device_memory).
+template <class T>
+class PrivateArray {
+public:
+  PrivateArray() = default;
+  PrivateArray(std::size_t count, std::string_view what)
+      : memory_(private_device_memory(count * sizeof(T), what)), count_(count) {}
+  [[nodiscard]] T* data() const noexcept { return static_cast<T*>(memory_.get()); }
+  [[nodiscard]] std::size_t bytes() const noexcept { return count_ * sizeof(T); }
+
+private:
+  std::shared_ptr<void> memory_;
+  std::size_t count_ = 0;
 };
 
 }  // namespace cugraphs::detail

@@ -4,18 +4,22 @@
 
 #include <cugraphs/detail/block_allocator.hpp>
 #include <cugraphs/detail/device.hpp>
+#include <cugraphs/detail/pool_checks.hpp>
 #include <cugraphs/error.hpp>
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
+#include <string_view>
 #include <vector>
 
 namespace cugraphs::detail {
 
 class Pool {
 public:
-  explicit Pool(int device) : id_(next_id()), device_(device) {}
+  explicit Pool(int device, bool checked = false)
+      : id_(next_id()), device_(device), checks_(checked ? std::make_unique<PoolChecks>(id_) : nullptr) {}
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
@@ -53,13 +57,26 @@ public:
     const std::size_t size = round_up(bytes == 0 ? 1 : bytes, kBlockAlignment);
     const BlockTag tag{capture, stream};
     std::lock_guard lock(m_);
-    if (Block* b = blocks_.allocate(size, tag, open_)) return b;
-    add_segment(size);
-    return blocks_.allocate(size, tag, open_);
+    Block* b = blocks_.allocate(size, tag, open_);
+    if (b == nullptr) {
+      add_segment(size);
+      b = blocks_.allocate(size, tag, open_);
+    }
+    if (checks_ && b != nullptr) {
+      b->serial = ++serial_;
+      try {
+        checks_->allocated(capture, b->addr, b->size, b->serial);
+      } catch (...) {
+        blocks_.free(b, open_);
+        throw;
+      }
+    }
+    return b;
   }
 
   void free(Block* b) noexcept {
     std::lock_guard lock(m_);
+    if (checks_) checks_->freed(b->serial);
     blocks_.free(b, open_);
   }
 
@@ -67,10 +84,46 @@ public:
     std::lock_guard lock(m_);
     open_.push_back(capture);
   }
-  void end_capture(std::uint64_t capture) noexcept {
+  // `produced_graph`: the capture ended with a graph (checked mode records what it used).
+  void end_capture(std::uint64_t capture, bool produced_graph = false) noexcept {
     std::lock_guard lock(m_);
     std::erase(open_, capture);
     blocks_.coalesce(open_);
+    if (checks_) {
+      try {
+        checks_->end_capture(capture, produced_graph);
+      } catch (...) {
+        report_in_destructor(cudaErrorMemoryAllocation, "checked pool: recording a capture");
+      }
+    }
+  }
+
+  /// Checked mode (see pool_checks.hpp); the rest are no-ops on unchecked pools.
+  [[nodiscard]] bool checked() const noexcept { return checks_ != nullptr; }
+  void register_graph(std::uint64_t capture) {
+    std::lock_guard lock(m_);
+    checks_->register_graph(capture);
+  }
+  void forget_graph(std::uint64_t capture) noexcept {
+    std::lock_guard lock(m_);
+    checks_->forget_graph(capture);
+  }
+  // Checks that graph `capture` may run on `stream`, runs `launch`, and records it, under
+  // the pool's lock so that two threads cannot both pass the check and then overlap. The
+  // event calls run in relaxed capture mode: a Global capture elsewhere must not break.
+  template <class Launch>
+  void checked_launch(std::uint64_t capture, cudaStream_t stream, Launch&& launch) {
+    std::lock_guard lock(m_);
+    RelaxedCaptureMode relaxed;
+    checks_->before_replay(capture, stream);
+    launch();
+    checks_->after_replay(capture, stream);
+  }
+  // Refuses to read memory whose graph outputs a later replay overwrote (checked mode).
+  void check_read(const void* p, std::size_t bytes, std::string_view op) const {
+    if (!checks_) return;
+    std::lock_guard lock(m_);
+    checks_->check_read(reinterpret_cast<std::uintptr_t>(p), bytes, op);
   }
 
   // Graphs captured into the pool may still touch its free blocks on replay, so segments
@@ -127,6 +180,8 @@ private:
   BlockAllocator blocks_;
   std::vector<std::uint64_t> open_;  // captures into this pool that are still open
   std::atomic<int> graphs_{0};
+  std::unique_ptr<PoolChecks> checks_;  // checked mode only
+  std::uint64_t serial_ = 0;            // allocations handed out (checked mode)
 };
 
 }  // namespace cugraphs::detail

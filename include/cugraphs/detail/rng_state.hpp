@@ -60,9 +60,8 @@ struct GraphRng {
     std::uint64_t increment = 0;  // consumed by one replay
   };
   std::vector<Use> uses;
-  void* values = nullptr;  // 2 x kMaxGeneratorsPerGraph words from the graph's pool
-  std::shared_ptr<void> values_owner;
-  std::shared_ptr<void> counter_owner;
+  void* values = nullptr;  // 2 x kMaxGeneratorsPerGraph words, then the counter
+  std::shared_ptr<void> values_owner;  // device memory outside the graph's pool
   unsigned long long* consumed = nullptr;
   unsigned long long* ring = nullptr;  // pinned
   bool capturing = true;

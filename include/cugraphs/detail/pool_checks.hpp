@@ -1,0 +1,215 @@
+// Checked mode of a graph pool: what each graph captured into the pool uses, and the two
+// ways graphs sharing a pool corrupt each other, caught before or where they would be seen.
+//   1. Concurrent replays. A graph replayed on one stream while another graph whose blocks
+//      overlap its own is still running on a different stream: refused at replay.
+//   2. Out-of-order replays. A graph replayed after a graph captured later into the pool
+//      overwrites that graph's outputs where its own blocks (usually its temporaries) were
+//      reused for them. That is harmless if the outputs were used before, so the replay is
+//      allowed; the outputs are marked overwritten, and reading them through cugraphs (a
+//      host copy of the buffer, or passing them to a graphed callable of the pool) is
+//      refused until the graph that owns them is replayed again.
+// Everything here runs under the pool's mutex, except the CUDA event calls' effects.
+#pragma once
+
+#include <cugraphs/error.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <map>
+#include <string_view>
+#include <vector>
+
+namespace cugraphs::detail {
+
+struct AddressRange {
+  std::uintptr_t begin = 0;
+  std::uintptr_t end = 0;  // one past the last byte
+};
+
+[[nodiscard]] inline std::size_t overlap_bytes(const AddressRange& a, const AddressRange& b) noexcept {
+  const std::uintptr_t lo = std::max(a.begin, b.begin), hi = std::min(a.end, b.end);
+  return hi > lo ? hi - lo : 0;
+}
+
+// Sorted, non-overlapping union of `ranges`.
+[[nodiscard]] inline std::vector<AddressRange> merged(std::vector<AddressRange> ranges) {
+  std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
+  std::vector<AddressRange> out;
+  for (const auto& r : ranges) {
+    if (!out.empty() && r.begin <= out.back().end) out.back().end = std::max(out.back().end, r.end);
+    else out.push_back(r);
+  }
+  return out;
+}
+
+[[nodiscard]] inline std::size_t overlap_bytes(const std::vector<AddressRange>& a,
+                                               const std::vector<AddressRange>& b) noexcept {
+  std::size_t total = 0;
+  for (const auto& x : a)
+    for (const auto& y : b) total += overlap_bytes(x, y);
+  return total;
+}
+
+class PoolChecks {
+public:
+  explicit PoolChecks(std::uint64_t pool_id) : pool_id_(pool_id) {}
+  PoolChecks(const PoolChecks&) = delete;
+  PoolChecks& operator=(const PoolChecks&) = delete;
+  ~PoolChecks() {
+    for (auto& [id, g] : graphs_)
+      if (g.done != nullptr) report_in_destructor(cudaEventDestroy(g.done), "cudaEventDestroy (checked pool)");
+  }
+
+  // A block handed out to capture `capture` (serial: unique per allocation).
+  void allocated(std::uint64_t capture, std::uintptr_t addr, std::size_t size, std::uint64_t serial) {
+    pending_[capture].push_back({{addr, addr + size}, serial, true});
+  }
+
+  // A block given back; `serial` identifies the allocation.
+  void freed(std::uint64_t serial) noexcept {
+    for (auto& [capture, blocks] : pending_)
+      for (auto& b : blocks)
+        if (b.serial == serial) b.live = false;
+    for (auto& [id, g] : graphs_) std::erase_if(g.outputs, [&](const Output& o) { return o.serial == serial; });
+    std::erase_if(overwritten_, [&](const Overwrite& o) { return o.serial == serial; });
+  }
+
+  // The capture ended; `keep`: it produced a graph (register_graph follows).
+  void end_capture(std::uint64_t capture, bool keep) {
+    auto it = pending_.find(capture);
+    if (it == pending_.end()) return;
+    if (keep) ended_[capture] = std::move(it->second);
+    pending_.erase(it);
+  }
+
+  // The graph of capture `capture` exists: from now on its replays are checked.
+  void register_graph(std::uint64_t capture) {
+    Record g;
+    g.order = ++captured_;
+    if (auto it = ended_.find(capture); it != ended_.end()) {
+      std::vector<AddressRange> all;
+      for (const auto& b : it->second) {
+        all.push_back(b.range);
+        if (b.live) g.outputs.push_back({b.range, b.serial});
+      }
+      g.footprint = merged(std::move(all));
+      ended_.erase(it);
+    }
+    check(cudaEventCreateWithFlags(&g.done, cudaEventDisableTiming), "checked pool: cudaEventCreateWithFlags");
+    graphs_[capture] = std::move(g);
+  }
+
+  void forget_graph(std::uint64_t capture) noexcept {
+    ended_.erase(capture);
+    auto it = graphs_.find(capture);
+    if (it == graphs_.end()) return;
+    if (it->second.done != nullptr) report_in_destructor(cudaEventDestroy(it->second.done), "cudaEventDestroy (checked pool)");
+    const std::uint64_t order = it->second.order;
+    std::erase_if(overwritten_, [&](const Overwrite& o) { return o.by == order; });
+    graphs_.erase(it);
+  }
+
+  // Before graph `capture` is launched on `stream`: refuses a launch that would run beside
+  // an overlapping graph still running on another stream.
+  void before_replay(std::uint64_t capture, cudaStream_t stream) const {
+    const auto self = graphs_.find(capture);
+    if (self == graphs_.end()) return;
+    for (const auto& [id, other] : graphs_) {
+      if (id == capture || !other.replayed || other.stream == stream) continue;
+      const std::size_t shared = overlap_bytes(self->second.footprint, other.footprint);
+      if (shared == 0) continue;
+      const cudaError_t q = cudaEventQuery(other.done);
+      if (q == cudaSuccess) continue;
+      if (q != cudaErrorNotReady) throw_cuda(q, "Graph::replay: cudaEventQuery (checked pool)");
+      (void)cudaGetLastError();  // cudaErrorNotReady is an answer, not an error
+      throw_misuse("Graph::replay",
+                   "checked pool {}: graph #{} would run beside graph #{}, which shares {} bytes "
+                   "of the pool with it and is still running on another stream; graphs sharing a "
+                   "pool must not run concurrently. Replay them on one stream, wait for graph #{} "
+                   "(synchronize its stream) first, or give them separate pools",
+                   pool_id_, self->second.order, other.order, shared, other.order);
+    }
+  }
+
+  // After graph `capture` was launched on `stream`.
+  void after_replay(std::uint64_t capture, cudaStream_t stream) {
+    const auto self = graphs_.find(capture);
+    if (self == graphs_.end()) return;
+    Record& g = self->second;
+    check(cudaEventRecord(g.done, stream), "Graph::replay: cudaEventRecord (checked pool)");
+    g.stream = stream;
+    g.replayed = true;
+    // Its own outputs are fresh again; other graphs' live outputs inside its blocks are not.
+    for (const auto& out : g.outputs) std::erase_if(overwritten_, [&](const Overwrite& o) { return o.serial == out.serial; });
+    for (const auto& [id, other] : graphs_) {
+      if (id == capture || !other.replayed) continue;
+      for (const auto& out : other.outputs)
+        for (const auto& r : g.footprint)
+          if (overlap_bytes(out.range, r) != 0) mark_overwritten(out, other.order, g.order);
+    }
+  }
+
+  // Reading [addr, addr + bytes) through cugraphs: refused where a graph's outputs there
+  // were overwritten by a later replay of another graph.
+  void check_read(std::uintptr_t addr, std::size_t bytes, std::string_view op) const {
+    const AddressRange want{addr, addr + bytes};
+    for (const auto& o : overwritten_) {
+      if (overlap_bytes(o.range, want) == 0) continue;
+      throw_misuse(op,
+                   "checked pool {}: this memory holds outputs of graph #{}, but graph #{} (captured "
+                   "earlier into the same pool, whose blocks the outputs reuse) was replayed after "
+                   "it and overwrote them. Graphs sharing a pool must be replayed in capture order: "
+                   "use graph #{}'s outputs before replaying graph #{}, replay graph #{} again, or "
+                   "give the graphs separate pools",
+                   pool_id_, o.victim, o.by, o.victim, o.by, o.victim);
+    }
+  }
+
+  [[nodiscard]] bool any_overwritten() const noexcept { return !overwritten_.empty(); }
+
+private:
+  struct Output;
+  void mark_overwritten(const Output& out, std::uint64_t victim, std::uint64_t by) {
+    for (auto& o : overwritten_)
+      if (o.serial == out.serial) {
+        o.by = by;
+        return;
+      }
+    overwritten_.push_back({out.range, out.serial, victim, by});
+  }
+
+  struct Allocation {
+    AddressRange range;
+    std::uint64_t serial = 0;
+    bool live = true;  // still allocated when the capture ended: an output of the graph
+  };
+  struct Output {
+    AddressRange range;
+    std::uint64_t serial = 0;
+  };
+  struct Record {
+    std::uint64_t order = 0;                // 1 for the first graph captured into the pool
+    std::vector<AddressRange> footprint;    // every block it used, merged
+    std::vector<Output> outputs;            // blocks still allocated after its capture
+    cudaEvent_t done = nullptr;             // recorded after its last replay
+    cudaStream_t stream = nullptr;          // of its last replay
+    bool replayed = false;
+  };
+  struct Overwrite {
+    AddressRange range;
+    std::uint64_t serial = 0;   // the overwritten allocation
+    std::uint64_t victim = 0;   // order of the graph whose output it is
+    std::uint64_t by = 0;       // order of the graph whose replay overwrote it
+  };
+
+  std::uint64_t pool_id_;
+  std::uint64_t captured_ = 0;
+  std::map<std::uint64_t, std::vector<Allocation>> pending_;  // open captures
+  std::map<std::uint64_t, std::vector<Allocation>> ended_;    // ended, graph not yet registered
+  std::map<std::uint64_t, Record> graphs_;                    // by capture id
+  std::vector<Overwrite> overwritten_;
+};
+
+}  // namespace cugraphs::detail
