@@ -1,46 +1,123 @@
-"""Shared by the PyTorch benchmarks: capture, host cost per call with the stream kept busy,
-and the JSON figures."""
+"""Timing helpers of bench_suite_torch.py, measured the way bench_suite measures cugraphs
+(benchmarks/bench_common.hpp): host cost per call with the stream kept busy, medians, and
+the same JSON layout."""
 import json
+import os
 import statistics
-import sys
 import time
 
 import torch
 
+# torch.cuda._sleep counts GPU clock cycles; about 2 GHz on the H200. A wrong guess only
+# changes how often a batch is retried with a longer sleep, never the figures.
+CYCLES_PER_US = 2000
+MAX_SLEEP_CYCLES = 400_000_000  # 0.2 s
 
-def host_cost(call, batch=32, reps=60, warmup=5, sleep_cycles=3_000_000):
-    """Median host microseconds per call over `reps` batches of `batch` calls, each batch
-    queued behind a sleeping kernel so that no call waits for the device."""
+
+def reps(n, floor=3):
+    """Repetition counts scaled by CUGRAPHS_BENCH_SCALE, as in bench_suite."""
+    try:
+        scale = float(os.environ.get("CUGRAPHS_BENCH_SCALE", "1"))
+    except ValueError:
+        scale = 1.0
+    if scale <= 0:
+        scale = 1.0
+    return max(floor, round(n * scale))
+
+
+class HostTimer:
+    """Host microseconds per call, with each batch of calls queued behind a sleeping kernel
+    so that no call waits for the device. An event recorded after the sleep tells whether
+    the sleep ended before the batch did; such a batch runs once more behind a sleep four
+    times as long, and if that is still too short it counts in `uncovered`. The sleep grows
+    with the longest covered batch seen, as in bench_suite."""
+
+    def __init__(self):
+        self.sleep_cycles = 1000 * CYCLES_PER_US
+        self.uncovered = 0
+        self.after_sleep = torch.cuda.Event()
+
+    def batch(self, call, n):
+        for attempt in range(2):
+            torch.cuda._sleep(self.sleep_cycles if attempt == 0 else min(self.sleep_cycles * 4, MAX_SLEEP_CYCLES))
+            self.after_sleep.record()
+            t0 = time.perf_counter()
+            for _ in range(n):
+                call()
+            us = (time.perf_counter() - t0) * 1e6
+            covered = not self.after_sleep.query()
+            torch.cuda.synchronize()
+            if covered:
+                self.sleep_cycles = min(max(self.sleep_cycles, int(us * 3 * CYCLES_PER_US)), MAX_SLEEP_CYCLES)
+                return us / n
+        self.uncovered += 1
+        return us / n
+
+    def note_uncovered(self):
+        if self.uncovered:
+            print(f"  note: {self.uncovered} batch(es) outlasted their sleep twice: those host costs may include "
+                  "waiting for the device")
+
+    def medians(self, calls, n, count, warmup=3):
+        """Median host microseconds per call of each of `calls`, in batches of `n`, rotating
+        which goes first from one round to the next."""
+        samples = [[] for _ in calls]
+        for r in range(warmup + count):
+            for k in range(len(calls)):
+                which = (k + r) % len(calls)
+                us = self.batch(calls[which], n)
+                if r >= warmup:
+                    samples[which].append(us)
+        return [statistics.median(s) for s in samples]
+
+
+def to_done(call, calls=100, count=7):
+    """Median microseconds per call of `calls` back-to-back calls, to completion."""
     per = []
-    for rep in range(reps + warmup):
-        torch.cuda._sleep(sleep_cycles)
-        t0 = time.perf_counter()
-        for _ in range(batch):
-            call()
-        t = (time.perf_counter() - t0) / batch * 1e6
+    for r in range(count + 1):
         torch.cuda.synchronize()
-        if rep >= warmup:
-            per.append(t)
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            call()
+        torch.cuda.synchronize()
+        if r > 0:
+            per.append((time.perf_counter() - t0) * 1e6 / calls)
     return statistics.median(per)
 
 
-def capture(fn, warmup=3):
-    """A CUDAGraph of fn(), after `warmup` eager calls on a side stream."""
+def warm_up(fn, iterations=3):
+    """Runs fn() eagerly on a side stream, as PyTorch asks before a capture."""
     side = torch.cuda.Stream()
     side.wait_stream(torch.cuda.current_stream())
     with torch.cuda.stream(side):
-        for _ in range(warmup):
+        for _ in range(iterations):
             fn()
     torch.cuda.current_stream().wait_stream(side)
+    torch.cuda.synchronize()
+
+
+def capture(fn, warmup=3, pool=None):
+    """A CUDAGraph of fn(), after `warmup` eager calls on a side stream."""
+    if warmup:
+        warm_up(fn, warmup)
     g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
+    with torch.cuda.graph(g, pool=pool):
         fn()
     return g
 
 
-def write_figures(figures, default_path):
-    """Writes `figures` as JSON to the first command-line argument, else `default_path`."""
-    path = sys.argv[1] if len(sys.argv) > 1 else default_path
+def write_figures(figures, path):
+    """Writes `figures` (the bench_suite JSON layout) to `path`; non-finite numbers as null."""
+    def clean(v):
+        if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
+            return None
+        if isinstance(v, dict):
+            return {k: clean(x) for k, x in v.items()}
+        if isinstance(v, list):
+            return [clean(x) for x in v]
+        return v
+
     with open(path, "w") as fh:
-        json.dump(figures, fh, indent=2)
+        json.dump(clean(figures), fh, indent=2)
+        fh.write("\n")
     print(f"figures written to {path}")

@@ -1,6 +1,6 @@
 // A Jacobi solver for the 2-D Poisson problem -lap(u) = f on the unit square (u = 0 on the
-// boundary), shared by examples/solver and benchmarks/bench_conditional. The grid holds
-// n x n interior points with a zero halo.
+// boundary), shared by examples/solver and the conditional section of benchmarks/bench_suite.
+// The grid holds n x n interior points with a zero halo.
 #pragma once
 
 #include <cugraphs/graph.hpp>
