@@ -403,6 +403,10 @@ public:
       not_replayable("Graph::replay");
     if (checked_capture_ != 0) [[unlikely]] {
       // Checked pool: the check, the launch and its record happen under the pool's lock.
+      // A full RNG ring is waited for first, outside it: that wait lasts until the device
+      // catches up, and must not lock every other thread out of the pool meanwhile (nor
+      // deadlock with device work, such as a host function, that needs the pool).
+      if (rng_) rng_->wait_for_slot(stream);
       pool_->checked_launch(checked_capture_, stream, [&] { launch(stream); });
       return;
     }

@@ -122,6 +122,8 @@ inline void check_device_readable(const void* p, int device, std::string_view op
       report_in_destructor(cudaFree(q), "cudaFree (library state)");
     } catch (const Error& e) {
       report_in_destructor(e.code(), "freeing library state");
+    } catch (...) {  // a deleter must not throw (formatting the message could)
+      report_in_destructor(cudaErrorUnknown, "freeing library state");
     }
   });
 }

@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <mutex>
 #include <string_view>
@@ -24,6 +25,10 @@ public:
   Pool& operator=(const Pool&) = delete;
 
   ~Pool() {
+    if (checks_) {  // its events go in relaxed mode too, like every other call here
+      RelaxedCaptureMode relaxed;
+      checks_.reset();
+    }
     // Every block is back (buffers and graphs hold the pool alive), so all segments go.
     const auto bases = blocks_.segment_bases();
     if (bases.empty()) return;
@@ -54,6 +59,11 @@ public:
 
   // Hands out `bytes` (rounded up to the block alignment) for capture `capture` on `stream`.
   [[nodiscard]] Block* allocate(std::size_t bytes, std::uint64_t capture, cudaStream_t stream) {
+    // Rounding up to the block and segment sizes must not wrap around: a size near SIZE_MAX
+    // would become a tiny block (or a null one) handed out as a huge buffer.
+    if (bytes > std::numeric_limits<std::size_t>::max() - kSegmentGranularity)
+      throw_cuda(cudaErrorMemoryAllocation,
+                 fmt::format("graph pool {}: an allocation of {} bytes (no device has that much)", id_, bytes));
     const std::size_t size = round_up(bytes == 0 ? 1 : bytes, kBlockAlignment);
     const BlockTag tag{capture, stream};
     std::lock_guard lock(m_);
@@ -100,12 +110,16 @@ public:
 
   /// Checked mode (see pool_checks.hpp); the rest are no-ops on unchecked pools.
   [[nodiscard]] bool checked() const noexcept { return checks_ != nullptr; }
+  // Both create or destroy an event, possibly while an enclosing Global capture is open on
+  // this thread (capture_end of a nested capture, reset inside a capture): relaxed mode.
   void register_graph(std::uint64_t capture) {
     std::lock_guard lock(m_);
+    RelaxedCaptureMode relaxed;
     checks_->register_graph(capture);
   }
   void forget_graph(std::uint64_t capture) noexcept {
     std::lock_guard lock(m_);
+    RelaxedCaptureMode relaxed;
     checks_->forget_graph(capture);
   }
   // Checks that graph `capture` may run on `stream`, runs `launch`, and records it, under

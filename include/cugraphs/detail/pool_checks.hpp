@@ -17,6 +17,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <initializer_list>
 #include <map>
 #include <string_view>
 #include <vector>
@@ -69,9 +70,12 @@ public:
 
   // A block given back; `serial` identifies the allocation.
   void freed(std::uint64_t serial) noexcept {
-    for (auto& [capture, blocks] : pending_)
-      for (auto& b : blocks)
-        if (b.serial == serial) b.live = false;
+    // ended_ too: another thread may free a block between a capture's end and its graph's
+    // registration, and a stale output would later match whatever reuses its addresses.
+    for (auto* records : {&pending_, &ended_})
+      for (auto& [capture, blocks] : *records)
+        for (auto& b : blocks)
+          if (b.serial == serial) b.live = false;
     for (auto& [id, g] : graphs_) std::erase_if(g.outputs, [&](const Output& o) { return o.serial == serial; });
     std::erase_if(overwritten_, [&](const Overwrite& o) { return o.serial == serial; });
   }
@@ -106,8 +110,8 @@ public:
     auto it = graphs_.find(capture);
     if (it == graphs_.end()) return;
     if (it->second.done != nullptr) report_in_destructor(cudaEventDestroy(it->second.done), "cudaEventDestroy (checked pool)");
-    const std::uint64_t order = it->second.order;
-    std::erase_if(overwritten_, [&](const Overwrite& o) { return o.by == order; });
+    // The marks this graph's replays left stay: the outputs they name were overwritten all
+    // the same, and stay so until their own graph replays or their buffer is freed.
     graphs_.erase(it);
   }
 
@@ -122,8 +126,8 @@ public:
       if (shared == 0) continue;
       const cudaError_t q = cudaEventQuery(other.done);
       if (q == cudaSuccess) continue;
+      (void)cudaGetLastError();  // cudaErrorNotReady is an answer; a failure is thrown, not left behind
       if (q != cudaErrorNotReady) throw_cuda(q, "Graph::replay: cudaEventQuery (checked pool)");
-      (void)cudaGetLastError();  // cudaErrorNotReady is an answer, not an error
       throw_misuse("Graph::replay",
                    "checked pool {}: graph #{} would run beside graph #{}, which shares {} bytes "
                    "of the pool with it and is still running on another stream; graphs sharing a "

@@ -111,16 +111,22 @@ struct GraphRng {
     std::memset(ring, 0, (kRngSlots * width() + 1) * sizeof(unsigned long long));
   }
 
-  // Before a replay on `stream`: posts every generator's (seed, offset) for it.
-  void post(cudaStream_t stream) {
-    const std::uint64_t k = posted;
-    for (unsigned spins = 1; static_cast<std::int64_t>(k - *host_done()) >= kRngSlots; ++spins) {
+  // Waits until the next replay's slot is free (the replay kRngSlots posts ago took it).
+  // Only the graph's own (single) thread posts, so the slot stays free until post().
+  void wait_for_slot(cudaStream_t stream) const {
+    for (unsigned spins = 1; static_cast<std::int64_t>(posted - *host_done()) >= kRngSlots; ++spins) {
       if (spins % 256 == 0) {
         const cudaError_t e = cudaStreamQuery(stream);
         if (e != cudaSuccess && e != cudaErrorNotReady) throw_cuda(e, "Graph::replay: waiting for a free RNG slot");
       }
       std::this_thread::yield();
     }
+  }
+
+  // Before a replay on `stream`: posts every generator's (seed, offset) for it.
+  void post(cudaStream_t stream) {
+    wait_for_slot(stream);
+    const std::uint64_t k = posted;
     unsigned long long* slot = ring + (k % kRngSlots) * width();
     for (std::size_t i = 0; i < uses.size(); ++i) {
       const auto [seed, offset] = uses[i].generator->take(uses[i].increment);
