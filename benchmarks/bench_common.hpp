@@ -181,7 +181,9 @@ public:
   }
   [[nodiscard]] const std::vector<Goal>& goals() const { return goals_; }
 
-  bool write(const std::string& path) {
+  // Writes the figures so far; `quiet` leaves out the line that says so (used after each
+  // section, so that a run cut short still leaves what it measured).
+  bool write(const std::string& path, bool quiet = false) {
     Json& goals = root_["goals"];
     goals = Json::array();  // rebuilt from goals_ at every write
     for (const Goal& g : goals_) {
@@ -199,7 +201,7 @@ public:
       const bool ok = std::fputs(text.c_str(), f) >= 0;
       std::fclose(f);
       if (ok) {
-        std::printf("figures written to %s\n", path.c_str());
+        if (!quiet) std::printf("figures written to %s\n", path.c_str());
         return true;
       }
     }
@@ -226,9 +228,12 @@ static __global__ void spin(unsigned long long ns) {
 // Host cost per call, measured so that the host never waits for the device: each batch of
 // calls is queued behind a spinning kernel. An event recorded after the spin tells whether
 // the spin ended before the batch did; such a batch runs once more behind a spin four times
-// as long, and if that is still too short it counts in `uncovered()`. The spin grows with
-// the longest covered batch seen, never with an uncovered one: a call that blocks on its
-// own (a full device queue) would otherwise drive it up without bound.
+// as long (at least three times the failed batch), and if that is still too short it counts
+// in `uncovered()`. After a covered batch the spin becomes three times that batch, or half
+// the previous spin if that is longer (at least 1 ms): it follows the calls being timed and
+// forgets an outlier within a few batches, rather than keep every later batch waiting on
+// the longest one seen. An uncovered batch never changes it: a call that blocks on its own
+// (a full device queue) would otherwise drive it up without bound.
 class HostTimer {
 public:
   explicit HostTimer(cudaStream_t stream) : stream_(stream) {
@@ -245,7 +250,8 @@ public:
   double batch(Call&& call, int n) {
     double us = 0;
     for (int attempt = 0; attempt < 2; ++attempt) {
-      spin<<<1, 1, 0, stream_>>>(attempt == 0 ? spin_ns_ : std::min(spin_ns_ * 4, kMaxSpinNs));
+      const unsigned long long retry = std::max(spin_ns_ * 4, static_cast<unsigned long long>(us * 3000.0));
+      spin<<<1, 1, 0, stream_>>>(attempt == 0 ? spin_ns_ : std::min(retry, kMaxSpinNs));
       ok(cudaGetLastError());
       ok(cudaEventRecord(after_spin_, stream_));
       const auto t0 = Clock::now();
@@ -255,7 +261,8 @@ public:
       if (q == cudaErrorNotReady) (void)cudaGetLastError();  // not an error: the spin still runs
       ok(cudaStreamSynchronize(stream_));
       if (q == cudaErrorNotReady) {
-        spin_ns_ = std::clamp(static_cast<unsigned long long>(us * 3000.0), spin_ns_, kMaxSpinNs);
+        spin_ns_ = std::clamp(std::max(static_cast<unsigned long long>(us * 3000.0), spin_ns_ / 2), kMinSpinNs,
+                              kMaxSpinNs);
         return us / n;
       }
     }
@@ -289,6 +296,7 @@ public:
   }
 
 private:
+  static constexpr unsigned long long kMinSpinNs = 1'000'000;
   static constexpr unsigned long long kMaxSpinNs = 200'000'000;
   static void ok(cudaError_t e) {
     if (e != cudaSuccess) throw std::runtime_error(fmt::format("host timer: {}", cudaGetErrorString(e)));
@@ -296,7 +304,7 @@ private:
 
   cudaStream_t stream_;
   cudaEvent_t after_spin_ = nullptr;
-  unsigned long long spin_ns_ = 1'000'000;
+  unsigned long long spin_ns_ = kMinSpinNs;
   int uncovered_ = 0;
 };
 #endif

@@ -19,6 +19,9 @@
 using namespace cugraphs_bench;
 
 int main(int argc, char** argv) {
+  // Line-buffered even into a pipe (tools/gpu-check tees it): a run stopped by a timeout
+  // keeps every line it printed.
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);
   if (!have_device("bench_suite")) return 77;
   const std::vector<std::pair<std::string_view, void (*)(Report&, cudaStream_t)>> sections{
       {"replay", replay_section}, {"capture", capture_section},         {"eager", eager_section},
@@ -60,6 +63,8 @@ int main(int argc, char** argv) {
       const auto t0 = Clock::now();
       run(report, stream);
       std::printf("(%.*s: %.1f s)\n", static_cast<int>(name.size()), name.data(), us_since(t0) / 1e6);
+      report.meta()["seconds"] = us_since(start) / 1e6;
+      report.write(json, true);  // a run stopped later (a timeout) still leaves these figures
     }
     report.meta()["seconds"] = us_since(start) / 1e6;
   } catch (const std::exception& e) {

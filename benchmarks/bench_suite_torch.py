@@ -64,6 +64,10 @@ def capture_section(T):
     x = torch.zeros(FLOATS, device="cuda")
     out = {"nodes": [], "torch_us": [], "torch_record_us": [], "torch_first_replay_us": []}
     print("\n== torch: capture + instantiate (the torch.cuda.graph block, then a synchronize)")
+    # torch.cuda.graph's __enter__ synchronizes and empties the allocator's cache (gc.collect
+    # too, only under torch.compiler.config.force_cudagraph_gc): done just before the clock
+    # starts, so that freeing the previous graph's pool (as cugraphs' previous Graph is
+    # destroyed outside its timing) and waiting for earlier work stay out of the figures.
     for n in NODE_COUNTS:
         step = chain(x, n)
         T.warm_up(step)
@@ -71,8 +75,10 @@ def capture_section(T):
         count = T.reps(5 if n >= 10000 else 9 if n >= 1000 else 31)
         for r in range(count + 1):  # round 0 warms up
             g = torch.cuda.CUDAGraph()
+            torch.cuda.synchronize()
+            torch.cuda.empty_cache()
             t0 = time.perf_counter()
-            with torch.cuda.graph(g):  # enters with a synchronize, gc.collect and empty_cache
+            with torch.cuda.graph(g):
                 step()
                 t1 = time.perf_counter()
             torch.cuda.synchronize()
@@ -214,7 +220,7 @@ def memory_section(T):
         out["graphs"].append(n)
         out["torch_shared_mib"].append(s)
         out["torch_separate_mib"].append(p)
-        del shared, separate, pool
+        del shared, separate, pool, g  # g: the last graph replayed
     clean()
     return out
 
@@ -257,6 +263,10 @@ def main(argv):
             t0 = time.perf_counter()
             figures["sections"][key] = run(T)
             print(f"({name}: {time.perf_counter() - t0:.1f} s)")
+            figures["meta"]["seconds"] = time.perf_counter() - start
+            # After each section: a run stopped later (timeout's SIGTERM skips `finally`)
+            # still leaves what it measured.
+            T.write_figures(figures, path, quiet=True)
     finally:
         figures["meta"]["seconds"] = time.perf_counter() - start
         T.write_figures(figures, path)

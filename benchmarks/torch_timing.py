@@ -11,6 +11,7 @@ import torch
 # torch.cuda._sleep counts GPU clock cycles; about 2 GHz on the H200. A wrong guess only
 # changes how often a batch is retried with a longer sleep, never the figures.
 CYCLES_PER_US = 2000
+MIN_SLEEP_CYCLES = 1000 * CYCLES_PER_US  # 1 ms
 MAX_SLEEP_CYCLES = 400_000_000  # 0.2 s
 
 
@@ -29,17 +30,21 @@ class HostTimer:
     """Host microseconds per call, with each batch of calls queued behind a sleeping kernel
     so that no call waits for the device. An event recorded after the sleep tells whether
     the sleep ended before the batch did; such a batch runs once more behind a sleep four
-    times as long, and if that is still too short it counts in `uncovered`. The sleep grows
-    with the longest covered batch seen, as in bench_suite."""
+    times as long (at least three times the failed batch), and if that is still too short it
+    counts in `uncovered`. After a covered batch the sleep becomes three times that batch, or
+    half the previous sleep if that is longer (at least 1 ms), as in bench_suite: an outlier
+    is forgotten within a few batches, and an uncovered batch never changes it."""
 
     def __init__(self):
-        self.sleep_cycles = 1000 * CYCLES_PER_US
+        self.sleep_cycles = MIN_SLEEP_CYCLES
         self.uncovered = 0
         self.after_sleep = torch.cuda.Event()
 
     def batch(self, call, n):
+        us = 0.0
         for attempt in range(2):
-            torch.cuda._sleep(self.sleep_cycles if attempt == 0 else min(self.sleep_cycles * 4, MAX_SLEEP_CYCLES))
+            retry = max(self.sleep_cycles * 4, int(us * 3 * CYCLES_PER_US))
+            torch.cuda._sleep(self.sleep_cycles if attempt == 0 else min(retry, MAX_SLEEP_CYCLES))
             self.after_sleep.record()
             t0 = time.perf_counter()
             for _ in range(n):
@@ -48,7 +53,8 @@ class HostTimer:
             covered = not self.after_sleep.query()
             torch.cuda.synchronize()
             if covered:
-                self.sleep_cycles = min(max(self.sleep_cycles, int(us * 3 * CYCLES_PER_US)), MAX_SLEEP_CYCLES)
+                self.sleep_cycles = min(max(int(us * 3 * CYCLES_PER_US), self.sleep_cycles // 2, MIN_SLEEP_CYCLES),
+                                        MAX_SLEEP_CYCLES)
                 return us / n
         self.uncovered += 1
         return us / n
@@ -106,7 +112,7 @@ def capture(fn, warmup=3, pool=None):
     return g
 
 
-def write_figures(figures, path):
+def write_figures(figures, path, quiet=False):
     """Writes `figures` (the bench_suite JSON layout) to `path`; non-finite numbers as null."""
     def clean(v):
         if isinstance(v, float) and (v != v or v in (float("inf"), float("-inf"))):
@@ -120,4 +126,5 @@ def write_figures(figures, path):
     with open(path, "w") as fh:
         json.dump(clean(figures), fh, indent=2)
         fh.write("\n")
-    print(f"figures written to {path}")
+    if not quiet:
+        print(f"figures written to {path}")
