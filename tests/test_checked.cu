@@ -180,6 +180,12 @@ TEST_CASE("Checked pools: replaying an earlier graph after a later one overwrite
       CHECK(contains(msg, "outputs of graph #2"));
       CHECK(contains(msg, "graph #1"));
       CHECK(contains(msg, "capture order"));
+      // Writing the whole buffer from the host makes its contents fresh: it reads again.
+      const std::vector<float> fresh = random_floats(kN, 5);
+      out_b.copy_from_host(fresh);
+      CHECK(out_b.to_host() == fresh);
+      a.replay();  // overwrites it once more
+      CHECK_THROWS_AS(out_b.to_host(), cugraphs::Error);
     } else {
       CHECK(out_b.to_host() == std::vector<float>(kN, 7.0f));  // unchecked: silently wrong
     }

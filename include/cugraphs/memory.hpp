@@ -197,6 +197,7 @@ public:
     detail::check(cudaMemcpyAsync(data_, host.data(), bytes(), cudaMemcpyHostToDevice, stream),
                   "DeviceBuffer::copy_from_host: cudaMemcpyAsync");
     detail::check(cudaStreamSynchronize(stream), "DeviceBuffer::copy_from_host: cudaStreamSynchronize");
+    if (pool_) pool_->note_written(data_, bytes());
   }
 
   /// Copies the buffer out to `host` (exactly size() elements) and waits for the copy.

@@ -133,6 +133,12 @@ public:
     launch();
     checks_->after_replay(capture, stream);
   }
+  // Memory written whole through cugraphs holds fresh data again (checked mode).
+  void note_written(const void* p, std::size_t bytes) noexcept {
+    if (!checks_) return;
+    std::lock_guard lock(m_);
+    checks_->written(reinterpret_cast<std::uintptr_t>(p), bytes);
+  }
   // Refuses to read memory whose graph outputs a later replay overwrote (checked mode).
   void check_read(const void* p, std::size_t bytes, std::string_view op) const {
     if (!checks_) return;

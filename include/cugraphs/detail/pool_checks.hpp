@@ -171,6 +171,12 @@ public:
     }
   }
 
+  // [addr, addr + bytes) was written through cugraphs (a host copy): fresh again.
+  void written(std::uintptr_t addr, std::size_t bytes) noexcept {
+    const AddressRange range{addr, addr + bytes};
+    std::erase_if(overwritten_, [&](const Overwrite& o) { return overlap_bytes(o.range, range) != 0; });
+  }
+
   [[nodiscard]] bool any_overwritten() const noexcept { return !overwritten_.empty(); }
 
 private:
