@@ -510,9 +510,7 @@ public:
       detail::throw_misuse(op, "the innermost conditional node is {}, which does not re-read its "
                                "condition; only a While node does",
                            detail::name(static_cast<detail::ConditionalKind>(f.kind)));
-    if (pred == nullptr) detail::throw_misuse(op, "the flag pointer is null");
-    detail::check_device_readable(pred, device_, op, "the flag pointer");
-    f.refresh = pred;
+    set_conditional_refresh(f.id, pred, op);
   }
 
   // ConditionalScope<While>::set_predicate: the While node of scope `id` re-reads its
