@@ -44,6 +44,8 @@ __global__ void count_and_flag(int* count, bool* flag_a, bool* flag_b) {
   *flag_b = *count < 5;
 }
 
+__global__ void copy_flag(const bool* from, bool* to) { *to = *from; }
+
 void launch_increment(int* x, cudaStream_t s) { increment<<<1, 1, 0, s>>>(x); }
 
 // State of the nested-loop test: a While inside an If inside a While.
@@ -363,6 +365,34 @@ TEST_CASE("Conditionals compose with pools: memory allocated inside a body comes
   g.replay();
   CHECK(inside.to_host()[0] == 5);
   CHECK(get(out) == 4);
+}
+
+TEST_CASE("If: a flag allocated with raw cudaMallocAsync inside the capture (a graph memory "
+          "node) is accepted and read on every replay", "[conditional][pool][gpu]") {
+  DeviceBuffer<bool> source(1);
+  DeviceBuffer<int> counter(1);
+  put(counter, 3);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    bool* flag = nullptr;
+    cugraphs::check(cudaMallocAsync(reinterpret_cast<void**>(&flag), sizeof(bool), scope.stream()),
+                    "cudaMallocAsync of the flag in the capture");
+    copy_flag<<<1, 1, 0, scope.stream()>>>(source.data(), flag);
+    {
+      ConditionalScope<cugraphs::If> when(scope, flag);
+      increment<<<1, 1, 0, scope.stream()>>>(counter.data());
+    }
+    cugraphs::check(cudaFreeAsync(flag, scope.stream()), "cudaFreeAsync of the flag in the capture");
+  }
+  int expected = 3;
+  for (bool on : {true, false, true, true, false}) {
+    put(source, on);
+    g.replay();
+    expected += on ? 1 : 0;
+    REQUIRE(get(counter) == expected);
+  }
+  CHECK(expected == 6);
 }
 
 TEST_CASE("The low-level Graph members work from code compiled by the host compiler",

@@ -518,8 +518,22 @@ public:
   void set_conditional_refresh(std::uint64_t id, const bool* pred, std::string_view op) {
     if (pred == nullptr) detail::throw_misuse(op, "the flag pointer is null");
     auto& f = conditional_frame(id, op);
-    detail::check_device_readable(pred, device_, op, "the flag pointer");
+    check_flag_readable(pred, op);
     f.refresh = pred;
+  }
+
+  // Refuses a flag kernels cannot read (host memory), accepting memory that this capture
+  // allocated with cudaMallocAsync: its graph, or a body of an open conditional node,
+  // holds the allocation node.
+  void check_flag_readable(const void* flag, std::string_view op) {
+    detail::check_device_readable(flag, device_, op, "the flag pointer", [&] {
+      if (!capture_) return false;
+      if (detail::graph_allocates(detail::capture_info(capture_->stream, op).graph, flag, op)) return true;
+      for (const auto& f : capture_->conditionals)
+        for (unsigned b = 0; b < f.body_count; ++b)
+          if (f.bodies != nullptr && detail::graph_allocates(f.bodies[b], flag, op)) return true;
+      return false;
+    });
   }
 
   /// Ends the body of the innermost open conditional node.
@@ -549,7 +563,7 @@ public:
         detail::throw_misuse(op, "the flag pointer ({}) is not aligned to {} bytes; a kernel reading it "
                                  "would fault",
                              flag, width);
-      detail::check_device_readable(flag, device_, op, "the flag pointer");
+      check_flag_readable(flag, op);
     }
     const cudaStream_t parent = current_capture_stream();
     detail::ConditionalFrame frame;
@@ -741,7 +755,7 @@ private:
     cudaKernelNodeParams kp{};
     kp.func = const_cast<void*>(kernel);
     kp.gridDim = dim3(1);
-    kp.blockDim = dim3(1);
+    kp.blockDim = dim3(32);  // the (seed, offset) words are read across the bus in parallel
     kp.kernelParams = params;
     const cudaGraph_t g = graph_->graph;
     std::size_t n = 0;

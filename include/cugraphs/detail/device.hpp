@@ -6,8 +6,10 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <memory>
 #include <string_view>
+#include <vector>
 
 namespace cugraphs::detail {
 
@@ -77,30 +79,68 @@ private:
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
+// Whether `p` lies in an allocation made by a memory-allocation node of `graph` or of a
+// child graph inside it. During a capture, cudaMallocAsync returns such an address before
+// any physical memory backs it, and cudaPointerGetAttributes reports it as unregistered.
+// Querying a graph that is being captured into is allowed; only destroying it or removing
+// nodes is not.
+[[nodiscard]] inline bool graph_allocates(cudaGraph_t graph, const void* p, std::string_view op) {
+  std::size_t count = 0;
+  check(cudaGraphGetNodes(graph, nullptr, &count), fmt::format("{}: cudaGraphGetNodes", op));
+  std::vector<cudaGraphNode_t> nodes(count);
+  if (count != 0)
+    check(cudaGraphGetNodes(graph, nodes.data(), &count), fmt::format("{}: cudaGraphGetNodes", op));
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  for (std::size_t i = 0; i < count; ++i) {
+    cudaGraphNodeType type{};
+    check(cudaGraphNodeGetType(nodes[i], &type), fmt::format("{}: cudaGraphNodeGetType", op));
+    if (type == cudaGraphNodeTypeMemAlloc) {
+      cudaMemAllocNodeParams params{};
+      check(cudaGraphMemAllocNodeGetParams(nodes[i], &params),
+            fmt::format("{}: cudaGraphMemAllocNodeGetParams", op));
+      const auto base = reinterpret_cast<std::uintptr_t>(params.dptr);
+      if (address >= base && address - base < params.bytesize) return true;
+    } else if (type == cudaGraphNodeTypeGraph) {
+      cudaGraph_t child = nullptr;
+      check(cudaGraphChildGraphNodeGetGraph(nodes[i], &child),
+            fmt::format("{}: cudaGraphChildGraphNodeGetGraph", op));
+      if (graph_allocates(child, p, op)) return true;
+    }
+  }
+  return false;
+}
+
 // Refuses a pointer that kernels on `device` cannot read because it is plain (pageable,
 // unregistered) host memory, or no allocation at all: a kernel reading it would fault and
 // lose the CUDA context. Pinned, managed and device memory pass, and so does pageable
-// memory on a device that reads it (cudaDevAttrPageableMemoryAccess). The queries run in
-// relaxed capture mode, so they cannot invalidate a capture open on this thread.
-inline void check_device_readable(const void* p, int device, std::string_view op, std::string_view what) {
+// memory on a device that reads it (cudaDevAttrPageableMemoryAccess). An address that the
+// driver does not know yet passes when `in_graph_memory()` says a graph being captured
+// allocates it (cudaMallocAsync in the capture). The queries run in relaxed capture mode,
+// so they cannot invalidate a capture open on this thread.
+template <class InGraphMemory>
+inline void check_device_readable(const void* p, int device, std::string_view op, std::string_view what,
+                                  InGraphMemory&& in_graph_memory) {
   cudaPointerAttributes attr{};
   int pageable = 0;
-  cudaError_t e = cudaSuccess;
   {
     RelaxedCaptureMode relaxed;
-    e = cudaPointerGetAttributes(&attr, p);
+    cudaError_t e = cudaPointerGetAttributes(&attr, p);
     if (e == cudaSuccess && attr.type == cudaMemoryTypeUnregistered)
       e = cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      throw_cuda(e, fmt::format("{}: cudaPointerGetAttributes of {}", op, what));
+    }
+    if (attr.type != cudaMemoryTypeUnregistered || pageable != 0 || in_graph_memory()) return;
   }
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    throw_cuda(e, fmt::format("{}: cudaPointerGetAttributes of {}", op, what));
-  }
-  if (attr.type == cudaMemoryTypeUnregistered && pageable == 0)
-    throw_misuse(op, "{} ({}) is not device memory: it is host memory that device {} cannot read (a "
-                     "kernel reading it would fault). Pass memory from DeviceBuffer, cudaMalloc or "
-                     "cudaMallocManaged",
-                 what, p, device);
+  throw_misuse(op, "{} ({}) is not device memory: it is host memory that device {} cannot read (a "
+                   "kernel reading it would fault). Pass memory from DeviceBuffer, cudaMalloc, "
+                   "cudaMallocManaged or cudaMallocAsync",
+               what, p, device);
+}
+
+inline void check_device_readable(const void* p, int device, std::string_view op, std::string_view what) {
+  check_device_readable(p, device, op, what, [] { return false; });
 }
 
 // `bytes` of device memory of the current device owned by the library itself (state a
