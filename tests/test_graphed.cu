@@ -8,6 +8,7 @@
 #include <array>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 using namespace cugraphs_test;
 using cugraphs::DeviceBuffer;
@@ -241,4 +242,62 @@ TEST_CASE("GraphedCallable: many calls in flight reuse the staging ring safely",
   for (int i = 0; i < kCalls; ++i) eager(In(inputs[i]));
   CHECK(bitwise_equal(got, ref.to_host()));
   CHECK(got[0] != 0.0f);
+}
+
+namespace {
+constexpr int kWide = 70;  // more input leaves than a warp, and than two
+struct WidePointers {
+  const float* p[kWide];
+};
+// out[i] = sum over k of (k + 1) * in[k][i]: a swapped or missed leaf changes the result.
+__global__ void weighted_sum(WidePointers in, float* out, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  float s = 0.0f;
+  for (int k = 0; k < kWide; ++k) s += static_cast<float>(k + 1) * in.p[k][i];
+  out[i] = s;
+}
+}  // namespace
+
+TEST_CASE("GraphedCallable: a call with 70 input leaves stages every leaf into its own static buffer",
+          "[graphed][gpu]") {
+  constexpr std::size_t n = 300;
+  constexpr int kSetsOfInputs = 3;
+  std::vector<DeviceBuffer<float>> storage;
+  std::array<std::array<In, kWide>, kSetsOfInputs> sets{};
+  std::array<std::vector<std::vector<float>>, kSetsOfInputs> host{};
+  for (int s = 0; s < kSetsOfInputs; ++s) {
+    for (int k = 0; k < kWide; ++k) {
+      std::vector<float> v(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((s * 31 + k * 7 + static_cast<int>(i)) % 13) - 6.0f;
+      storage.emplace_back(n);
+      storage.back().copy_from_host(v);
+      sets[s][k] = In(storage.back());
+      host[s].push_back(std::move(v));
+    }
+  }
+  DeviceBuffer<float> out(n);
+  auto f = [o = out.span()](const std::array<In, kWide>& xs) {
+    WidePointers p{};
+    for (int k = 0; k < kWide; ++k) p.p[k] = xs[k].data();
+    weighted_sum<<<(n + 127) / 128, 128, 0, cugraphs::current_stream()>>>(p, o.data(), n);
+  };
+  auto g = cugraphs::make_graphed_callable(f, sets[0]);
+  for (int call = 0; call < 7; ++call) {
+    const int s = (call * 2 + 1) % kSetsOfInputs;
+    out.copy_from_host(std::vector<float>(n, -1e30f));  // poison
+    g(sets[s]);
+    const auto got = out.to_host();
+    // Small integers: the sums are exact in float, in any order.
+    std::size_t wrong = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      float expected = 0.0f;
+      for (int k = 0; k < kWide; ++k) expected += static_cast<float>(k + 1) * host[s][k][i];
+      wrong += got[i] != expected ? 1 : 0;
+    }
+    INFO("call " << call << ", input set " << s);
+    REQUIRE(wrong == 0);
+  }
+  CHECK(g.calls() == 7);
+  CHECK(g.staged_copies() == 7u * kWide);
 }

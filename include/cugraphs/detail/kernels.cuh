@@ -38,17 +38,25 @@ cudaError_t launch_set_condition_kernel(cudaGraphConditionalHandle handle, const
 }();
 #endif
 
-// Head of a graphed callable, part 1: claims the next call's slot if the host posted it.
+// Head of a graphed callable, part 1: claims the next call's slot if the host posted it,
+// and copies its sources to device memory once, so that the copy kernel's threads read
+// device memory rather than the bus. One block: thread 0 reads the tag; after the barrier
+// the block reads the sources in parallel (one round trip over the bus, not one a leaf).
 template <int = 0>
 __global__ void stage_claim_kernel(StageArgs a) {
+  __shared__ bool claim;
   const unsigned long long next = *a.consumed;
   const unsigned long long* slot = a.ring + (next % a.slots) * (a.leaves + 1);
-  unsigned long long tag = 0;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(tag) : "l"(slot) : "memory");
-  const bool claim = tag == next + 1;
-  *a.claimed = claim ? 1 : 0;
-  if (claim)  // once, so that the copy kernel's threads read device memory, not the bus
-    for (unsigned i = 0; i < a.leaves; ++i) a.sources[i] = reinterpret_cast<const void*>(__ldcv(slot + 1 + i));
+  if (threadIdx.x == 0) {
+    unsigned long long tag = 0;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(tag) : "l"(slot) : "memory");
+    claim = tag == next + 1;
+    *a.claimed = claim ? 1 : 0;
+  }
+  __syncthreads();  // the acquire above orders every thread's reads of the slot below
+  if (!claim) return;
+  for (unsigned i = threadIdx.x; i < a.leaves; i += blockDim.x)
+    a.sources[i] = reinterpret_cast<const void*>(__ldcv(slot + 1 + i));
 }
 
 // Head, part 2: copies the claimed slot's sources into the static buffers. Grid: (chunks,
@@ -87,7 +95,7 @@ __global__ void stage_done_kernel(StageArgs a) {
 template <int = 0>
 cudaError_t launch_stage_kernel(const StageArgs& a, StagePart part, cudaStream_t stream) {
   switch (part) {
-    case StagePart::Claim: stage_claim_kernel<<<1, 1, 0, stream>>>(a); break;
+    case StagePart::Claim: stage_claim_kernel<<<1, stage_claim_threads(a.leaves), 0, stream>>>(a); break;
     case StagePart::Copy: stage_copy_kernel<<<dim3(a.chunks, a.leaves), 256, 0, stream>>>(a); break;
     case StagePart::Tail: stage_done_kernel<<<1, 1, 0, stream>>>(a); break;
   }
@@ -98,15 +106,23 @@ cudaError_t launch_stage_kernel(const StageArgs& a, StagePart part, cudaStream_t
 // replay into the buffer its kernels read. A launch with nothing posted keeps the last pairs.
 template <int = 0>
 __global__ void rng_refresh_kernel_impl(RngRefreshArgs a) {
+  __shared__ bool fresh;
   const unsigned long long next = *a.consumed;
   const unsigned long long* slot = a.ring + (next % a.slots) * kRngSlotWidth;
-  unsigned long long tag = 0;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(tag) : "l"(slot) : "memory");
-  if (tag != next + 1) return;
-  for (unsigned i = 0; i < 2 * a.generators; ++i) a.values[i] = __ldcv(slot + 1 + i);
-  *a.consumed = next + 1;
-  *reinterpret_cast<volatile unsigned long long*>(a.host_done) = next + 1;
-  __threadfence_system();
+  if (threadIdx.x == 0) {
+    unsigned long long tag = 0;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(tag) : "l"(slot) : "memory");
+    fresh = tag == next + 1;
+  }
+  __syncthreads();  // the acquire above orders every thread's reads of the slot below
+  if (!fresh) return;
+  for (unsigned i = threadIdx.x; i < 2 * a.generators; i += blockDim.x) a.values[i] = __ldcv(slot + 1 + i);
+  __syncthreads();  // every read of the slot and of *a.consumed is done before the slot is freed
+  if (threadIdx.x == 0) {
+    *a.consumed = next + 1;
+    *reinterpret_cast<volatile unsigned long long*>(a.host_done) = next + 1;
+    __threadfence_system();
+  }
 }
 
 [[maybe_unused]] static const bool rng_registered = [] {

@@ -54,6 +54,10 @@ struct StageArgs {
   unsigned chunks;                 // blocks per leaf
 };
 enum class StagePart { Claim, Copy, Tail };
+// Threads of the claim kernel's one block: a warp at least, one a leaf up to 1024.
+constexpr unsigned stage_claim_threads(unsigned leaves) noexcept {
+  return leaves <= 32 ? 32 : leaves >= 1024 ? 1024 : (leaves + 31) / 32 * 32;
+}
 using StageLauncher = cudaError_t (*)(const StageArgs& args, StagePart part, cudaStream_t stream);
 inline std::atomic<StageLauncher> stage_launcher{nullptr};
 
