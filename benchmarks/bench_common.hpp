@@ -274,11 +274,19 @@ public:
   // rotating which goes first so that drift in the machine affects all alike. Returns the
   // median host microseconds per call of each.
   std::vector<double> medians(const std::vector<std::function<void()>>& calls, int n, int count, int warmup = 3) {
+    return medians(calls, std::vector<int>(calls.size(), n), count, warmup);
+  }
+
+  // The same with a batch size per call (`n[k]` for `calls[k]`). The first call of a batch
+  // costs more than the others, so only calls timed in batches of one size compare exactly.
+  std::vector<double> medians(const std::vector<std::function<void()>>& calls, const std::vector<int>& n, int count,
+                              int warmup = 3) {
+    if (n.size() != calls.size()) throw std::invalid_argument("HostTimer::medians: one batch size per call");
     std::vector<std::vector<double>> samples(calls.size());
     for (int r = 0; r < warmup + count; ++r) {
       for (std::size_t k = 0; k < calls.size(); ++k) {
         const std::size_t which = (k + static_cast<std::size_t>(r)) % calls.size();
-        const double us = batch(calls[which], n);
+        const double us = batch(calls[which], n[which]);
         if (r >= warmup) samples[which].push_back(us);
       }
     }

@@ -161,9 +161,10 @@ def graphed_section(T):
         def call_graphed():
             graphed(*next_set())
 
-        batch = min(32, max(4, 256 // n))  # as in bench_suite: at most 256 queued copies
+        # As in bench_suite: batches of 16, and at most 256 queued copies a batch.
+        copies = min(16, max(4, 256 // n))
         with torch.no_grad():
-            a, b, c = timer.medians([call_graphed, copy_replay, g.replay], batch, T.reps(40))
+            a, b, c = timer.medians([call_graphed, copy_replay, g.replay], [copies, copies, 16], T.reps(40))
             da, db, dc = (T.to_done(fn, 100, T.reps(7)) for fn in (call_graphed, copy_replay, g.replay))
         print(f"{n:6d} inputs: callable {a:8.2f}  copy_+replay {b:8.2f}  replay {c:7.2f} | to done {da:.2f} / {db:.2f} / {dc:.2f}")
         out["inputs"].append(n)

@@ -65,13 +65,16 @@ class HostTimer:
                   "waiting for the device")
 
     def medians(self, calls, n, count, warmup=3):
-        """Median host microseconds per call of each of `calls`, in batches of `n`, rotating
-        which goes first from one round to the next."""
+        """Median host microseconds per call of each of `calls`, in batches of `n` (one size,
+        or a list of one per call), rotating which goes first from one round to the next."""
+        sizes = list(n) if isinstance(n, (list, tuple)) else [n] * len(calls)
+        if len(sizes) != len(calls):
+            raise ValueError("medians: one batch size per call")
         samples = [[] for _ in calls]
         for r in range(warmup + count):
             for k in range(len(calls)):
                 which = (k + r) % len(calls)
-                us = self.batch(calls[which], n)
+                us = self.batch(calls[which], sizes[which])
                 if r >= warmup:
                     samples[which].append(us)
         return [statistics.median(s) for s in samples]
