@@ -27,21 +27,6 @@ namespace {
 
 constexpr double MiB = 1024.0 * 1024.0;
 
-double stress_scale() {
-  const char* text = std::getenv("CUGRAPHS_STRESS_SCALE");
-  if (text == nullptr || *text == '\0') return 1.0;
-  char* end = nullptr;
-  const double scale = std::strtod(text, &end);
-  if (end == text || !(scale > 0.0) || !std::isfinite(scale))
-    FAIL("CUGRAPHS_STRESS_SCALE must be a positive number, it is '" << text << "'");
-  return scale;
-}
-
-// `n` scaled by CUGRAPHS_STRESS_SCALE, at least 1.
-std::size_t scaled(std::size_t n) {
-  return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(static_cast<double>(n) * stress_scale())));
-}
-
 std::size_t device_free_bytes() {
   cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // stream-ordered frees release here
   std::size_t free_b = 0, total = 0;

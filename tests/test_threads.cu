@@ -221,7 +221,10 @@ struct Range {
 
 TEST_CASE("Threads: 8 threads capture and replay their own graphs in ThreadLocal mode, results "
           "equal eager runs", "[threads][gpu]") {
-  constexpr int kRounds = 3, kBatches = 8, kPerBatch = 10;
+  // Fewer batches and replays under CUGRAPHS_STRESS_SCALE (the sanitizer runs); the
+  // threads, rounds and overlaps stay.
+  constexpr int kRounds = 3;
+  const int batches = static_cast<int>(scaled(8)), per_batch = static_cast<int>(scaled(10));
   bool own_stream = false;
   SECTION("each thread captures on its own capture_stream() and replays on its current stream") {
     own_stream = false;
@@ -284,7 +287,7 @@ TEST_CASE("Threads: 8 threads capture and replay their own graphs in ThreadLocal
             if (own_stream) graph.replay(s);
             else graph.replay();  // on this thread's current stream, `s`
           },
-          [&](Buffers& b) { recipe.enqueue(b, s); }, captured, eager, s, kBatches, kPerBatch, 1, t, round);
+          [&](Buffers& b) { recipe.enqueue(b, s); }, captured, eager, s, batches, per_batch, 1, t, round);
       --replaying;
       graph.reset();
     }
@@ -299,10 +302,10 @@ TEST_CASE("Threads: 8 threads capture and replay their own graphs in ThreadLocal
   CHECK(std::count(streams.begin(), streams.end(), nullptr) == 0);
   if (!own_stream)  // capture streams are per thread: the main thread has yet another one
     CHECK(std::count(streams.begin(), streams.end(), cugraphs::capture_stream()) == 0);
-  CHECK(replays.load() == kWorkers * kRounds * kBatches * kPerBatch);
+  CHECK(replays.load() == kWorkers * kRounds * batches * per_batch);
   std::printf("threads (%s): %d threads x %d rounds x %d replays = %d replays, each checked against "
               "an eager run, in %.0f ms; %d of %d captures began while another thread was replaying\n",
-              own_stream ? "own Stream" : "capture_stream", kWorkers, kRounds, kBatches * kPerBatch,
+              own_stream ? "own Stream" : "capture_stream", kWorkers, kRounds, batches * per_batch,
               replays.load(), elapsed, overlapped.load(), kWorkers * kRounds);
 }
 
@@ -315,7 +318,8 @@ TEST_CASE("Threads: 8 threads capture concurrently into one shared pool; no bloc
   // workers have joined. The pool therefore never hands one block to two captures, the
   // graphs touch disjoint memory, and replaying them at the same time on different streams
   // is legitimate. The test checks that disjointness and the pool's exact figures.
-  constexpr int kRounds = 3, kBatches = 4, kPerBatch = 10;
+  constexpr int kRounds = 3;
+  const int batches = static_cast<int>(scaled(4)), per_batch = static_cast<int>(scaled(10));
   const auto pool = cugraphs::graph_pool_handle();
   std::mutex m;
   std::vector<Range> ranges;
@@ -348,7 +352,7 @@ TEST_CASE("Threads: 8 threads capture concurrently into one shared pool; no bloc
         }
       }
       replays += replay_and_compare([&] { graph.replay(s); }, [&](Buffers& b) { recipe.enqueue(b, s); }, captured,
-                                    eager, s, kBatches, kPerBatch, 1, t, round);
+                                    eager, s, batches, per_batch, 1, t, round);
       graph.reset();
       auto& mine = kept[static_cast<std::size_t>(t)];
       mine.push_back(std::move(captured.state));
@@ -369,7 +373,7 @@ TEST_CASE("Threads: 8 threads capture concurrently into one shared pool; no bloc
   CHECK(overlaps == 0);  // the pool never handed one block to two threads
   CHECK(pool.allocated_bytes() == expected_bytes);
   CHECK(pool.reserved_bytes() >= expected_bytes);
-  CHECK(replays.load() == kWorkers * kRounds * kBatches * kPerBatch);
+  CHECK(replays.load() == kWorkers * kRounds * batches * per_batch);
   kept.clear();
   CHECK(pool.allocated_bytes() == 0);
   std::printf("threads (shared pool): %d threads x %d captures into one pool, %zu blocks, all disjoint; "

@@ -10,7 +10,11 @@
 
 #include <cugraphs/error.hpp>
 
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <random>
@@ -42,6 +46,23 @@ inline std::string read_file(const std::string& path) {
 
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// CUGRAPHS_STRESS_SCALE (default 1): how much of their repetitions the long tests run;
+// the sanitizer runs of tools/gpu-check set 0.01. Call it on the test's own thread.
+inline double stress_scale() {
+  const char* text = std::getenv("CUGRAPHS_STRESS_SCALE");
+  if (text == nullptr || *text == '\0') return 1.0;
+  char* end = nullptr;
+  const double scale = std::strtod(text, &end);
+  if (end == text || !(scale > 0.0) || !std::isfinite(scale))
+    FAIL("CUGRAPHS_STRESS_SCALE must be a positive number, it is '" << text << "'");
+  return scale;
+}
+
+// `n` scaled by CUGRAPHS_STRESS_SCALE, at least 1.
+inline std::size_t scaled(std::size_t n) {
+  return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(static_cast<double>(n) * stress_scale())));
 }
 
 // Non-trivial random floats in [-2, 2), never all equal, from a fixed seed.
