@@ -101,13 +101,6 @@ void require_values(const std::vector<float>& got, F&& f) {
   }
 }
 
-std::size_t device_free_bytes() {
-  cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // stream-ordered frees release here
-  std::size_t free_b = 0, total = 0;
-  cugraphs::check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
-  return free_b;
-}
-
 // The device's free memory at the start of a scenario. Scenarios run twice: the first run
 // loads the kernels and creates the per-thread streams, so the second, measured run starts
 // from a steady state and must give back every byte.

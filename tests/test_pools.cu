@@ -18,13 +18,6 @@ namespace {
 
 constexpr std::size_t MiB = 1 << 20;
 
-std::size_t device_free_bytes() {
-  cugraphs::check(cudaDeviceSynchronize(), "synchronize");
-  std::size_t free_b = 0, total = 0;
-  cugraphs::check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
-  return free_b;
-}
-
 // Captures: a temporary of `temp_count` floats is filled from `in`, transformed, reduced
 // into `out` (out = 3 * in + offset), and freed inside the capture.
 void capture_stage(Graph& g, const CaptureOptions& opts, const float* in, float* out,

@@ -27,13 +27,6 @@ namespace {
 
 constexpr double MiB = 1024.0 * 1024.0;
 
-std::size_t device_free_bytes() {
-  cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");  // stream-ordered frees release here
-  std::size_t free_b = 0, total = 0;
-  cugraphs::check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
-  return free_b;
-}
-
 double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }

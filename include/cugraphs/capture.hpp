@@ -522,20 +522,6 @@ public:
     f.refresh = pred;
   }
 
-  // Refuses a flag kernels cannot read (host memory), accepting memory that this capture
-  // allocated with cudaMallocAsync: its graph, or a body of an open conditional node,
-  // holds the allocation node.
-  void check_flag_readable(const void* flag, std::string_view op) {
-    detail::check_device_readable(flag, device_, op, "the flag pointer", [&] {
-      if (!capture_) return false;
-      if (detail::graph_allocates(detail::capture_info(capture_->stream, op).graph, flag, op)) return true;
-      for (const auto& f : capture_->conditionals)
-        for (unsigned b = 0; b < f.body_count; ++b)
-          if (f.bodies != nullptr && detail::graph_allocates(f.bodies[b], flag, op)) return true;
-      return false;
-    });
-  }
-
   /// Ends the body of the innermost open conditional node.
   void end_capture_to_conditional_node() {
     constexpr std::string_view op = "Graph::end_capture_to_conditional_node";
@@ -685,6 +671,20 @@ private:
     if (capture_->conditionals.empty())
       detail::throw_misuse(op, "no conditional scope is open in this capture");
     return capture_->conditionals.back();
+  }
+
+  // Refuses a flag kernels cannot read (host memory), accepting memory that this capture
+  // allocated with cudaMallocAsync: its graph, or a body of an open conditional node,
+  // holds the allocation node.
+  void check_flag_readable(const void* flag, std::string_view op) {
+    detail::check_device_readable(flag, device_, op, "the flag pointer", [&] {
+      if (!capture_) return false;
+      if (detail::graph_allocates(detail::capture_info(capture_->stream, op).graph, flag, op)) return true;
+      for (const auto& f : capture_->conditionals)
+        for (unsigned b = 0; b < f.body_count; ++b)
+          if (f.bodies != nullptr && detail::graph_allocates(f.bodies[b], flag, op)) return true;
+      return false;
+    });
   }
 
   [[noreturn]] static void out_of_order(std::string_view op) {

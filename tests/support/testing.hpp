@@ -65,6 +65,15 @@ inline std::size_t scaled(std::size_t n) {
   return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(static_cast<double>(n) * stress_scale())));
 }
 
+// The device's free memory, once its work has finished (stream-ordered frees release
+// memory only when they run).
+inline std::size_t device_free_bytes() {
+  cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  std::size_t free_b = 0, total = 0;
+  cugraphs::check(cudaMemGetInfo(&free_b, &total), "cudaMemGetInfo");
+  return free_b;
+}
+
 // Non-trivial random floats in [-2, 2), never all equal, from a fixed seed.
 inline std::vector<float> random_floats(std::size_t n, std::uint32_t seed) {
   std::mt19937 gen(seed);

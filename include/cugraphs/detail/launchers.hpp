@@ -33,11 +33,12 @@ inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* 
 
 // Staging of a graphed callable's inputs, as kernels at the head and the tail of its graph.
 // The host posts call k in slot k % slots of a ring in pinned host memory: the sources
-// first, then the tag k + 1. At the head, a one-thread kernel claims the slot of the next
+// first, then the tag k + 1. At the head, a one-block kernel claims the slot of the next
 // call (`consumed` calls so far) if its tag is there and copies the slot's source pointers
-// to device memory, and the copy kernel copies every non-null source to its static buffer; the tail counts the consumed call, on the device
-// and in pinned memory, so the host knows which slots are free again. A launch of the
-// executable that does not come from a call finds no posted slot and stages nothing.
+// to device memory, and the copy kernel copies every non-null source to its static buffer;
+// the tail counts the consumed call, on the device and in pinned memory, so the host knows
+// which slots are free again. A launch of the executable that does not come from a call
+// finds no posted slot and stages nothing.
 struct StageTarget {
   void* dst;
   std::size_t bytes;
@@ -69,6 +70,5 @@ inline void launch_stage(const StageArgs& args, StagePart part, cudaStream_t str
                      "does with nvcc");
   check(launch(args, part, stream), fmt::format("{}: launching a staging kernel", op));
 }
-
 
 }  // namespace cugraphs::detail

@@ -177,8 +177,6 @@ public:
     std::erase_if(overwritten_, [&](const Overwrite& o) { return overlap_bytes(o.range, range) != 0; });
   }
 
-  [[nodiscard]] bool any_overwritten() const noexcept { return !overwritten_.empty(); }
-
 private:
   struct Output;
   void mark_overwritten(const Output& out, std::uint64_t victim, std::uint64_t by) {
