@@ -107,7 +107,7 @@ TEST_CASE("GraphedCallable: a size mismatch is an Error and leaves the static in
   DeviceBuffer<float> shorter(kN - 1);
   const auto e = expect_error([&] { (void)g(fresh.a(), {fresh.bc().first, shorter.span()}, fresh.de()); });
   CHECK(e.code() == cudaSuccess);
-  CHECK(contains(e.what(), "input leaf 2 has 4999 elements but its static buffer has 5000"));
+  CHECK(contains(e.what(), "input leaf 2 has 4999 elements but its static leaf has 5000"));
   cugraphs::check(cudaDeviceSynchronize(), "sync");
   CHECK(bitwise_equal(host(Out(const_cast<float*>(std::get<0>(g.static_inputs()).data()), kN)), statics_before));
   CHECK(g.calls() == 1);

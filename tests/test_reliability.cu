@@ -659,6 +659,42 @@ TEST_CASE("ConditionalScope: a flag in host (malloc'd) memory is an Error naming
   check_clean();
 }
 
+TEST_CASE("ConditionalScope: on a capture an unsafe call has invalidated, a host flag is still refused as "
+          "host memory; capture_end names the invalidation and the graph captures again",
+          "[reliability][gpu]") {
+  if (device_reads_pageable_memory()) {
+    WARN("this device reads pageable host memory (HMM/ATS): a malloc'd flag is valid here: skipped");
+    return;
+  }
+  auto host_flag = malloc_one<bool>(true);
+  DeviceBuffer<int> hits(1);
+  cugraphs::Stream stream;
+  CaptureOptions opts;
+  opts.stream = stream;
+  opts.mode = cugraphs::CaptureMode::ThreadLocal;
+  Graph g;
+  g.capture_begin(opts);
+  // Waiting on the capturing stream is unsafe: the driver invalidates the capture.
+  CHECK(cudaStreamSynchronize(stream) != cudaSuccess);
+  (void)cudaGetLastError();
+  const auto e = expect_error([&] { g.begin_capture_to_if_node(host_flag.get()); });
+  CHECK(e.code() == cudaSuccess);
+  CHECK(contains(e.what(), "is not device memory: it is host memory"));
+  CHECK(g.open_conditionals() == 0);
+  const auto end = expect_error([&] { g.capture_end(); });
+  CHECK(end.code() == cudaErrorStreamCaptureInvalidated);
+  CHECK_FALSE(capture_active(stream));
+
+  put(hits, 4);
+  g.capture_begin(opts);
+  add_to<<<1, 1, 0, stream>>>(hits.data(), 3);
+  g.capture_end();
+  g.replay(stream);
+  stream.synchronize();
+  CHECK(get(hits) == 7);
+  check_clean();
+}
+
 TEST_CASE("ConditionalScope: a Switch index that is not 4-byte aligned is an Error naming the alignment, "
           "and the capture continues", "[reliability][gpu]") {
   DeviceBuffer<unsigned> index(2);

@@ -209,6 +209,19 @@ inline void add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGra
   return level[depth]->get();
 }
 
+// The run-time checks of an input leaf before staging (Graph::stage_and_launch and
+// GraphedCallable): done for every leaf before anything is enqueued.
+inline void check_input_leaf(std::size_t i, const void* data, std::size_t size, std::size_t static_size,
+                             std::string_view op) {
+  if (size != static_size)
+    throw_misuse(op, "input leaf {} has {} elements but its static leaf has {}; nothing was staged or "
+                     "launched",
+                 i, size, static_size);
+  if (data == nullptr && size != 0) [[unlikely]]
+    throw_misuse(op, "input leaf {} is a null pointer with {} elements; nothing was staged or launched", i,
+                 size);
+}
+
 }  // namespace detail
 
 /// A captured CUDA graph and its executable. RAII and move-only: destroying it resets it.
@@ -317,26 +330,18 @@ public:
     }
     graph_ = std::make_shared<detail::NativeGraph>(g);
     upload_stream_ = stream;
-    if (pool_->checked()) {
-      try {
+    try {
+      if (pool_->checked()) {
         pool_->register_graph(capture_id);
-      } catch (...) {
-        graph_.reset();
-        release_pool();
-        throw;
+        checked_capture_ = capture_id;
       }
-      checked_capture_ = capture_id;
+      if (rng) attach_rng(*rng, stream);
+    } catch (...) {
+      graph_.reset();
+      release_pool();  // forgets the graph in a checked pool too
+      throw;
     }
-    if (rng) {
-      try {
-        attach_rng(*rng, stream);
-      } catch (...) {
-        graph_.reset();
-        release_pool();
-        throw;
-      }
-      rng_ = std::move(rng);
-    }
+    if (rng) rng_ = std::move(rng);
     detail::LastCapture::instance().set(graph_);
     instantiate();
   }
@@ -429,8 +434,8 @@ public:
                                     typename std::tuple_element_t<I, decltype(from)>::value_type> && ...),
                     "cugraphs: stage_and_launch: every input leaf must have its static leaf's element type");
       if (exec_ == nullptr) not_replayable(op);  // before any copy: nothing is staged
-      (check_leaf_size(I, std::get<I>(from).size(), std::get<I>(to).size(), op), ...);
-      (check_leaf_data(I, std::get<I>(from).data(), std::get<I>(from).size(), op), ...);
+      (detail::check_input_leaf(I, std::get<I>(from).data(), std::get<I>(from).size(), std::get<I>(to).size(), op),
+       ...);
       (copy_leaf(std::get<I>(to), std::get<I>(from), stream, op), ...);
     }(std::make_index_sequence<leaf_count_v<Statics>>{});
     replay(stream);
@@ -679,6 +684,14 @@ private:
   void check_flag_readable(const void* flag, std::string_view op) {
     detail::check_device_readable(flag, device_, op, "the flag pointer", [&] {
       if (!capture_) return false;
+      // An invalidated capture has no graph to walk: the flag is then judged as unregistered
+      // memory, and capture_end reports the invalidation.
+      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+      if (cudaStreamIsCapturing(capture_->stream, &status) != cudaSuccess) {
+        (void)cudaGetLastError();
+        return false;
+      }
+      if (status != cudaStreamCaptureStatusActive) return false;
       if (detail::graph_allocates(detail::capture_info(capture_->stream, op).graph, flag, op)) return true;
       for (const auto& f : capture_->conditionals)
         for (unsigned b = 0; b < f.body_count; ++b)
@@ -715,20 +728,6 @@ private:
   }
 #endif
 
-  static void check_leaf_size(std::size_t i, std::size_t given, std::size_t expected, std::string_view op) {
-    if (given != expected)
-      detail::throw_misuse(op, "input leaf {} has {} elements but its static leaf has {}; nothing was "
-                               "staged or launched",
-                           i, given, expected);
-  }
-
-  static void check_leaf_data(std::size_t i, const void* data, std::size_t size, std::string_view op) {
-    if (data == nullptr && size != 0)
-      detail::throw_misuse(op, "input leaf {} is a null pointer with {} elements; nothing was staged or "
-                               "launched",
-                           i, size);
-  }
-
   template <class To, class From>
   static void copy_leaf(To to, From from, cudaStream_t stream, std::string_view op) {
     if (from.size() == 0 || static_cast<const void*>(from.data()) == static_cast<const void*>(to.data())) return;
@@ -748,9 +747,8 @@ private:
     r.allocate_ring();
     detail::check(cudaMemsetAsync(r.consumed, 0, sizeof(unsigned long long), stream),
                   fmt::format("{}: cudaMemsetAsync", op));
-    detail::RngRefreshArgs args{r.ring, detail::kRngSlots, static_cast<unsigned>(r.uses.size()),
-                                static_cast<unsigned long long*>(r.values), r.consumed,
-                                const_cast<unsigned long long*>(r.host_done())};
+    detail::RngRefreshArgs args{r.ring.data(), detail::kRngSlots, static_cast<unsigned>(r.uses.size()),
+                                static_cast<unsigned long long*>(r.values), r.consumed, r.ring.done_word()};
     void* params[] = {&args};
     cudaKernelNodeParams kp{};
     kp.func = const_cast<void*>(kernel);

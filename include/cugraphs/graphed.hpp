@@ -4,20 +4,18 @@
 #pragma once
 
 #include <cugraphs/capture.hpp>
+#include <cugraphs/detail/host_ring.hpp>
 #include <cugraphs/detail/launchers.hpp>
 #include <cugraphs/flatten.hpp>
 #include <cugraphs/memory.hpp>
 #include <cugraphs/stream.hpp>
 
 #include <algorithm>
-#include <atomic>
-#include <cstring>
 #include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
 #include <optional>
-#include <thread>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -97,27 +95,6 @@ template <class... P, class... G>
   requires(sizeof...(P) == sizeof...(G))
 inline constexpr bool accepts_v<std::tuple<P...>, std::tuple<G...>> = (std::is_convertible_v<G, P> && ...);
 
-// Pinned, mapped host memory: the staging ring and the launch counter the device mirrors.
-class PinnedBlock {
-public:
-  explicit PinnedBlock(std::size_t bytes) {
-    check(cudaHostAlloc(&p_, bytes, cudaHostAllocMapped | cudaHostAllocPortable),
-          "graphed callable: cudaHostAlloc of the staging ring");
-    std::memset(p_, 0, bytes);
-  }
-  ~PinnedBlock() {
-    if (p_ != nullptr) report_in_destructor(cudaFreeHost(p_), "cudaFreeHost (staging ring)");
-  }
-  PinnedBlock(PinnedBlock&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
-  PinnedBlock& operator=(PinnedBlock&&) = delete;
-  PinnedBlock(const PinnedBlock&) = delete;
-  PinnedBlock& operator=(const PinnedBlock&) = delete;
-  [[nodiscard]] void* get() const noexcept { return p_; }
-
-private:
-  void* p_ = nullptr;
-};
-
 inline void check_sample_leaf(std::size_t i, const void* data, std::size_t size, int device) {
   if (size == 0) return;
   if (data == nullptr)
@@ -176,9 +153,8 @@ public:
 
   GraphedCallable(detail::BuildTag, F f, const GraphedOptions& opts, const PoolHandle& pool,
                   const Args&... samples)
-      : f_(std::move(f)), pinned_(ring_bytes()), checked_pool_(pool.checked() ? pool.impl() : nullptr) {
-    ring_ = static_cast<unsigned long long*>(pinned_.get());
-    host_done_ = ring_ + kSlots * (input_leaves + 1);
+      : f_(std::move(f)), ring_(kSlots, input_leaves + 1, "make_graphed_callable: the staging ring"),
+        checked_pool_(pool.checked() ? pool.impl() : nullptr) {
     const auto sample_leaves = std::tuple_cat(flatten(samples)...);
     std::array<detail::StageTarget, input_leaves> targets{};
     std::size_t max_bytes = 0;
@@ -202,9 +178,8 @@ public:
         static_sizes_[i] = leaf.size();
         max_bytes = std::max(max_bytes, leaf.size_bytes());
       });
-      args_ = {ring_, static_cast<unsigned>(input_leaves), kSlots, targets_.data(), counters_.data(),
-               reinterpret_cast<int*>(counters_.data() + 1), sources_.data(),
-               const_cast<unsigned long long*>(host_done_),
+      args_ = {ring_.data(), static_cast<unsigned>(input_leaves), kSlots, targets_.data(), counters_.data(),
+               reinterpret_cast<int*>(counters_.data() + 1), sources_.data(), ring_.done_word(),
                static_cast<unsigned>(std::clamp<std::size_t>(max_bytes / (256 * 16 * 4), 1, 64))};
       detail::launch_stage(args_, detail::StagePart::Claim, scope.stream(), "make_graphed_callable");
       if constexpr (input_leaves > 0)
@@ -233,29 +208,19 @@ public:
   }
 
   GraphedCallable(GraphedCallable&& o) noexcept
-      : f_(std::move(o.f_)), pinned_(std::move(o.pinned_)), ring_(std::exchange(o.ring_, nullptr)),
-        host_done_(std::exchange(o.host_done_, nullptr)), owners_(std::move(o.owners_)),
+      : f_(std::move(o.f_)), ring_(std::move(o.ring_)), owners_(std::move(o.owners_)),
         targets_(std::move(o.targets_)), counters_(std::move(o.counters_)), sources_(std::move(o.sources_)),
         graph_(std::move(o.graph_)),
         static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
-        static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), args_(o.args_),
-        calls_(std::exchange(o.calls_, 0)), copies_(o.copies_), last_stream_(o.last_stream_),
+        static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), args_(o.args_), copies_(o.copies_),
         checked_pool_(std::move(o.checked_pool_)) {}
   GraphedCallable& operator=(GraphedCallable&&) = delete;
   GraphedCallable(const GraphedCallable&) = delete;
   GraphedCallable& operator=(const GraphedCallable&) = delete;
 
   ~GraphedCallable() {
-    // The device may still read the staging ring: wait for the calls in flight.
-    if (ring_ == nullptr) return;
-    while (*host_done_ < calls_) {
-      const cudaError_t e = cudaStreamQuery(last_stream_);
-      if (e != cudaSuccess && e != cudaErrorNotReady) {
-        detail::report_in_destructor(e, "GraphedCallable: waiting for calls in flight");
-        break;
-      }
-      std::this_thread::yield();
-    }
+    // Before any member goes: calls in flight read the ring and the staging tables.
+    ring_.wait_all("GraphedCallable: waiting for calls in flight");
   }
 
   /// Stages `inputs` and replays on current_stream(); returns the static outputs.
@@ -279,33 +244,23 @@ public:
 
   const Outputs& stage_and_launch(cudaStream_t stream, const Args&... inputs) {
     constexpr std::string_view op = "GraphedCallable";
-    if (ring_ == nullptr) detail::throw_misuse(op, "this GraphedCallable was moved from");
+    if (!ring_) detail::throw_misuse(op, "this GraphedCallable was moved from");
     const FlatInputs leaves = std::tuple_cat(flatten(inputs)...);
     for_each_leaf(leaves, [&](std::size_t i, auto leaf) {
-      if (leaf.size() != static_sizes_[i])
-        detail::throw_misuse(op, "input leaf {} has {} elements but its static buffer has {}; nothing "
-                                 "was staged or launched",
-                             i, leaf.size(), static_sizes_[i]);
-      if (leaf.data() == nullptr && leaf.size() != 0) [[unlikely]]
-        detail::throw_misuse(op, "input leaf {} is a null pointer with {} elements; nothing was staged "
-                                 "or launched",
-                             i, leaf.size());
+      detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op);
       if (checked_pool_) [[unlikely]]
         checked_pool_->check_read(leaf.data(), leaf.size_bytes(), op);
     });
-    wait_for_slot(stream);
-    unsigned long long* slot = ring_ + (calls_ % kSlots) * (input_leaves + 1);
+    unsigned long long* slot = ring_.next_slot(stream, op);
     for_each_leaf(leaves, [&](std::size_t i, auto leaf) {
       const void* src = leaf.data();
       const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
       slot[1 + i] = copy ? reinterpret_cast<std::uintptr_t>(src) : 0;
       copies_ += copy ? 1 : 0;
     });
-    // The tag last: the device claims the slot only once every source is in place.
-    std::atomic_ref<unsigned long long>(slot[0]).store(calls_ + 1, std::memory_order_release);
+    ring_.publish(slot);  // the tag last: the device claims the slot once every source is in place
     graph_.replay(stream);
-    ++calls_;
-    last_stream_ = stream;
+    ring_.launched(stream);
     return *outputs_;
   }
 
@@ -317,14 +272,10 @@ public:
   [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
   /// How many input leaves calls have copied so far (aliased inputs are not copied).
   [[nodiscard]] std::uint64_t staged_copies() const noexcept { return copies_; }
-  [[nodiscard]] std::uint64_t calls() const noexcept { return calls_; }
+  [[nodiscard]] std::uint64_t calls() const noexcept { return ring_.posted(); }
 
 private:
   static constexpr unsigned kSlots = 64;
-
-  static constexpr std::size_t ring_bytes() {
-    return (kSlots * (input_leaves + 1) + 1) * sizeof(unsigned long long);
-  }
 
   template <class Tuple, class Fn>
   static void for_each_leaf(const Tuple& t, Fn&& fn) {
@@ -353,23 +304,8 @@ private:
     return std::tuple<Args...>{detail::unflatten_at<Args, offsets[A]>(statics)...};
   }
 
-  // A slot is free again once the launch that used it kSlots calls ago has finished.
-  void wait_for_slot(cudaStream_t stream) {
-    // Signed: a launch of the executable outside a call may consume a slot early.
-    for (unsigned spins = 1; static_cast<std::int64_t>(calls_ - *host_done_) >= kSlots; ++spins) {
-      if (spins % 256 == 0) {
-        const cudaError_t e = cudaStreamQuery(stream);
-        if (e != cudaSuccess && e != cudaErrorNotReady)
-          detail::throw_cuda(e, "GraphedCallable: waiting for a free staging slot");
-      }
-      std::this_thread::yield();
-    }
-  }
-
   F f_;
-  detail::PinnedBlock pinned_;  // before graph_: destroyed after the graph's executable
-  unsigned long long* ring_ = nullptr;
-  volatile unsigned long long* host_done_ = nullptr;
+  detail::HostRing ring_;  // before graph_: freed after the graph's executable
   detail::Owners owners_;  // static inputs and output buffers
   detail::PrivateArray<detail::StageTarget> targets_;  // outside the pool: see private_device_memory
   detail::PrivateArray<unsigned long long> counters_;
@@ -380,9 +316,7 @@ private:
   std::array<const void*, input_leaves> static_ptrs_{};
   std::array<std::size_t, input_leaves> static_sizes_{};
   detail::StageArgs args_{};
-  std::uint64_t calls_ = 0;
   std::uint64_t copies_ = 0;
-  cudaStream_t last_stream_ = nullptr;
   std::shared_ptr<detail::Pool> checked_pool_;  // set when the pool is checked
 };
 

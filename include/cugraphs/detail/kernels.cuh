@@ -38,22 +38,31 @@ cudaError_t launch_set_condition_kernel(cudaGraphConditionalHandle handle, const
 }();
 #endif
 
+// Whether post `tag - 1` is in `slot` of a host ring (detail/host_ring.hpp), as seen by the
+// whole block: thread 0 reads the tag with acquire semantics at system scope, and the
+// barrier orders every thread's later reads of the slot after that acquire.
+template <int = 0>
+__device__ bool block_sees_tag(const unsigned long long* slot, unsigned long long tag) {
+  __shared__ bool seen;
+  if (threadIdx.x == 0) {
+    unsigned long long now = 0;
+    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(now) : "l"(slot) : "memory");
+    seen = now == tag;
+  }
+  __syncthreads();
+  return seen;
+}
+
 // Head of a graphed callable, part 1: claims the next call's slot if the host posted it,
 // and copies its sources to device memory once, so that the copy kernel's threads read
 // device memory rather than the bus. One block: thread 0 reads the tag; after the barrier
 // the block reads the sources in parallel (one round trip over the bus, not one a leaf).
 template <int = 0>
 __global__ void stage_claim_kernel(StageArgs a) {
-  __shared__ bool claim;
   const unsigned long long next = *a.consumed;
   const unsigned long long* slot = a.ring + (next % a.slots) * (a.leaves + 1);
-  if (threadIdx.x == 0) {
-    unsigned long long tag = 0;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(tag) : "l"(slot) : "memory");
-    claim = tag == next + 1;
-    *a.claimed = claim ? 1 : 0;
-  }
-  __syncthreads();  // the acquire above orders every thread's reads of the slot below
+  const bool claim = block_sees_tag(slot, next + 1);
+  if (threadIdx.x == 0) *a.claimed = claim ? 1 : 0;
   if (!claim) return;
   for (unsigned i = threadIdx.x; i < a.leaves; i += blockDim.x)
     a.sources[i] = reinterpret_cast<const void*>(__ldcv(slot + 1 + i));
@@ -106,16 +115,9 @@ cudaError_t launch_stage_kernel(const StageArgs& a, StagePart part, cudaStream_t
 // replay into the buffer its kernels read. A launch with nothing posted keeps the last pairs.
 template <int = 0>
 __global__ void rng_refresh_kernel_impl(RngRefreshArgs a) {
-  __shared__ bool fresh;
   const unsigned long long next = *a.consumed;
   const unsigned long long* slot = a.ring + (next % a.slots) * kRngSlotWidth;
-  if (threadIdx.x == 0) {
-    unsigned long long tag = 0;
-    asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(tag) : "l"(slot) : "memory");
-    fresh = tag == next + 1;
-  }
-  __syncthreads();  // the acquire above orders every thread's reads of the slot below
-  if (!fresh) return;
+  if (!block_sees_tag(slot, next + 1)) return;
   for (unsigned i = threadIdx.x; i < 2 * a.generators; i += blockDim.x) a.values[i] = __ldcv(slot + 1 + i);
   __syncthreads();  // every read of the slot and of *a.consumed is done before the slot is freed
   if (threadIdx.x == 0) {

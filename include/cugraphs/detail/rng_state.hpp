@@ -6,16 +6,15 @@
 #pragma once
 
 #include <cugraphs/detail/block_allocator.hpp>
+#include <cugraphs/detail/host_ring.hpp>
 #include <cugraphs/error.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <atomic>
 #include <cstdint>
-#include <cstring>
 #include <memory>
 #include <mutex>
-#include <thread>
 #include <utility>
 #include <vector>
 
@@ -63,23 +62,17 @@ struct GraphRng {
   void* values = nullptr;  // 2 x kMaxGeneratorsPerGraph words, then the counter
   std::shared_ptr<void> values_owner;  // device memory outside the graph's pool
   unsigned long long* consumed = nullptr;
-  unsigned long long* ring = nullptr;  // pinned
+  HostRing ring;  // allocated when the capture ends
   bool capturing = true;
-  std::uint64_t posted = 0;
 
   GraphRng() = default;
   GraphRng(const GraphRng&) = delete;
   GraphRng& operator=(const GraphRng&) = delete;
   ~GraphRng() {
     end_capture();
-    if (ring != nullptr) {
-      wait_all();
-      report_in_destructor(cudaFreeHost(ring), "cudaFreeHost (RNG ring)");
-    }
+    // Before `values` and `consumed` go: the head kernels of replays in flight write them.
+    ring.wait_all("Graph: waiting for replays in flight (RNG)");
   }
-
-  [[nodiscard]] static constexpr unsigned width() { return kRngSlotWidth; }
-  [[nodiscard]] volatile unsigned long long* host_done() const { return ring + kRngSlots * width(); }
 
   // The index of `g` among this graph's generators, recording it on first use.
   unsigned index_of(const std::shared_ptr<GeneratorState>& g, std::string_view op) {
@@ -104,54 +97,23 @@ struct GraphRng {
     }
   }
 
-  void allocate_ring() {
-    check(cudaHostAlloc(reinterpret_cast<void**>(&ring), (kRngSlots * width() + 1) * sizeof(unsigned long long),
-                        cudaHostAllocMapped | cudaHostAllocPortable),
-          "Graph: cudaHostAlloc of the RNG ring");
-    std::memset(ring, 0, (kRngSlots * width() + 1) * sizeof(unsigned long long));
-  }
+  void allocate_ring() { ring = HostRing(kRngSlots, kRngSlotWidth, "Graph: the RNG ring"); }
 
-  // Waits until the next replay's slot is free (the replay kRngSlots posts ago took it).
-  // Only the graph's own (single) thread posts, so the slot stays free until post().
-  void wait_for_slot(cudaStream_t stream) const {
-    for (unsigned spins = 1; static_cast<std::int64_t>(posted - *host_done()) >= kRngSlots; ++spins) {
-      if (spins % 256 == 0) {
-        const cudaError_t e = cudaStreamQuery(stream);
-        if (e != cudaSuccess && e != cudaErrorNotReady) throw_cuda(e, "Graph::replay: waiting for a free RNG slot");
-      }
-      std::this_thread::yield();
-    }
-  }
+  // Waits until the next replay's slot is free.
+  void wait_for_slot(cudaStream_t stream) const { (void)ring.next_slot(stream, "Graph::replay (RNG)"); }
 
-  // Before a replay on `stream`: posts every generator's (seed, offset) for it.
+  // Before a replay on `stream`: posts every generator's (seed, offset) for it, advancing
+  // each generator by what the replay consumes.
   void post(cudaStream_t stream) {
-    wait_for_slot(stream);
-    const std::uint64_t k = posted;
-    unsigned long long* slot = ring + (k % kRngSlots) * width();
+    unsigned long long* slot = ring.next_slot(stream, "Graph::replay (RNG)");
     for (std::size_t i = 0; i < uses.size(); ++i) {
       const auto [seed, offset] = uses[i].generator->take(uses[i].increment);
       slot[1 + 2 * i] = seed;
       slot[2 + 2 * i] = offset;
     }
-    std::atomic_ref<unsigned long long>(slot[0]).store(k + 1, std::memory_order_release);
+    ring.publish(slot);
   }
-  void posted_one(cudaStream_t stream) noexcept {
-    ++posted;
-    last_stream = stream;
-  }
-
-  // Waits until every posted replay has taken its slot (the ring is then free to go).
-  void wait_all() noexcept {
-    while (*host_done() < posted) {
-      const cudaError_t e = cudaStreamQuery(last_stream);
-      if (e != cudaSuccess && e != cudaErrorNotReady) {
-        report_in_destructor(e, "Graph: waiting for replays in flight (RNG)");
-        return;
-      }
-      std::this_thread::yield();
-    }
-  }
-  cudaStream_t last_stream = nullptr;
+  void posted_one(cudaStream_t stream) noexcept { ring.launched(stream); }
 };
 
 }  // namespace cugraphs::detail
