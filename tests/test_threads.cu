@@ -404,10 +404,14 @@ constexpr std::uint64_t reserved_for(std::uint64_t increment) { return (incremen
 TEST_CASE("Threads: generators drawn from by 8 threads, eagerly and inside their captures, give "
           "each thread its eager numbers, and the default generator's draws add up exactly",
           "[threads][rng][gpu]") {
-  constexpr int kRounds = 2, kEager = 10, kReplays = 60;
+  // Fewer eager draws and replays under CUGRAPHS_STRESS_SCALE (the sanitizer runs); at
+  // least 8 replays, so that eager draws still come between replays (r % 7 == 3).
+  constexpr int kRounds = 2;
+  const int eager_draws = std::max(2, static_cast<int>(scaled(10)));
+  const int replays_per_round = std::max(8, static_cast<int>(scaled(60)));
   constexpr unsigned kCapacity = 4096;
-  constexpr int kRecordsPerWorker = kRounds * (kEager + 2 * kReplays);
-  static_assert(kWorkers * kRecordsPerWorker <= static_cast<int>(kCapacity));
+  const int records_per_worker = kRounds * (eager_draws + 2 * replays_per_round);
+  REQUIRE(kWorkers * records_per_worker <= static_cast<int>(kCapacity));
 
   Generator& shared = cugraphs::default_generator();
   const std::uint64_t seed = shared.seed();
@@ -454,7 +458,7 @@ TEST_CASE("Threads: generators drawn from by 8 threads, eagerly and inside their
     for (int round = 0; round < kRounds; ++round) {
       // Eagerly, while other threads capture and replay: the own generator, and the default
       // generator that every thread shares.
-      for (int i = 0; i < kEager; ++i) {
+      for (int i = 0; i < eager_draws; ++i) {
         eager_step(round, i);
         record_shared(eager_inc, s);
         mine_of_shared += reserved_for(eager_inc);
@@ -480,7 +484,7 @@ TEST_CASE("Threads: generators drawn from by 8 threads, eagerly and inside their
       out_a.copy_from_host(poison, s);
       out_b.copy_from_host(poison, s);
       std::vector<float> previous;
-      for (int r = 0; r < kReplays; ++r) {
+      for (int r = 0; r < replays_per_round; ++r) {
         graph.replay(s);
         own_reserved += reserved_for(static_cast<std::uint64_t>(inc_a)) + reserved_for(static_cast<std::uint64_t>(inc_b));
         mine_of_shared += reserved_for(inc_d1) + reserved_for(inc_d2);
@@ -496,7 +500,7 @@ TEST_CASE("Threads: generators drawn from by 8 threads, eagerly and inside their
       expect(own.offset() == twin.offset() && own.offset() == own_reserved,
              "round {}: the generator's offset is {}, its twin's {}, expected {}", round, own.offset(),
              twin.offset(), own_reserved);
-      replays += kReplays;
+      replays += replays_per_round;
     }
     s.synchronize();  // every record is written
     shared_reserved += mine_of_shared;
@@ -505,7 +509,7 @@ TEST_CASE("Threads: generators drawn from by 8 threads, eagerly and inside their
 
   require_no_failures(failures);
   const unsigned count = record_count.to_host(main_stream)[0];
-  REQUIRE(count == static_cast<unsigned>(kWorkers * kRecordsPerWorker));
+  REQUIRE(count == static_cast<unsigned>(kWorkers * records_per_worker));
   const auto raw = records.to_host(main_stream);
   struct Draw {
     std::uint64_t seed, offset, reserved;

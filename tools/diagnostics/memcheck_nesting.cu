@@ -1,14 +1,16 @@
-// Diagnosis of an open finding (docs/reliability.md, Sanitizers): under compute-sanitizer
-// memcheck, test_conditional's case "Nesting" (a While inside an If inside a While) ends
-// with cudaErrorIllegalAddress and no reported access, while this program, with the same
-// scopes, kernels and state, runs clean. Modes: nest3 (While > If > While), nest2
-// (While > While), flat (one While); add "malloc" to allocate the state with cudaMalloc and
-// a synchronize instead of cudaMallocAsync. Build and run on a GPU machine:
-//   nvcc -std=c++20 -arch=sm_90 -O2 -DFMT_USE_CONSTEXPR=1 -Iinclude \
+// Diagnosis of a finding (docs/reliability.md, Sanitizers): under compute-sanitizer
+// memcheck, test_conditional's case "Nesting" (a While inside an If inside a While) can end
+// with cudaErrorIllegalAddress and no reported access. This program has the same scopes,
+// kernels and state without Catch2 or the test code. Modes: nest3 (While > If > While),
+// nest2 (While > While), flat (one While); add "malloc" to allocate the state with
+// cudaMalloc and a synchronize instead of cudaMallocAsync. Build and run on a GPU machine
+// (one line):
+//   nvcc -std=c++20 -arch=sm_90 -O2 -DFMT_USE_CONSTEXPR=1 -Iinclude
 //        tools/diagnostics/memcheck_nesting.cu -o memcheck_nesting -lfmt
-//   compute-sanitizer --tool memcheck --leak-check full ./memcheck_nesting nest3
-// On the H200 (2026-12-02), without --leak-check: every mode gave cudaSuccess, a=6, and
-// memcheck 0 errors.
+//   compute-sanitizer --tool memcheck ./memcheck_nesting nest3
+// On the H200 (2026-12-02): alone, every mode gives cudaSuccess, a=6, and memcheck 0
+// errors; ten copies at once under memcheck all lose the context (memcheck: 0 errors),
+// while the test's case run ten at once without the tool always passes.
 #include <cugraphs/graph.hpp>
 #include <cstdio>
 #include <cstring>
@@ -42,5 +44,7 @@ int main(int argc, char** argv) {
   g.replay();
   cudaError_t e = cudaMemcpy(&out, st, sizeof out, cudaMemcpyDeviceToHost);
   std::printf("diag %s %s: %s a=%d c=%d\n", mode, sync_alloc ? "malloc" : "mallocAsync", cudaGetErrorName(e), out.a, out.c);
+  if (sync_alloc) (void)cudaFree(st);
+  else (void)cudaFreeAsync(st, 0);
   return e == cudaSuccess ? 0 : 1;
 }
