@@ -409,15 +409,14 @@ TEST_CASE("Threads: generators drawn from by 8 threads, eagerly and inside their
   constexpr int kRounds = 2;
   const int eager_draws = std::max(2, static_cast<int>(scaled(10)));
   const int replays_per_round = std::max(8, static_cast<int>(scaled(60)));
-  constexpr unsigned kCapacity = 4096;
   const int records_per_worker = kRounds * (eager_draws + 2 * replays_per_round);
-  REQUIRE(kWorkers * records_per_worker <= static_cast<int>(kCapacity));
+  const auto capacity = static_cast<unsigned>(kWorkers * records_per_worker);
 
   Generator& shared = cugraphs::default_generator();
   const std::uint64_t seed = shared.seed();
   const std::uint64_t first_offset = shared.offset();
   cugraphs::Stream main_stream;
-  DeviceBuffer<unsigned long long> records(3 * kCapacity, main_stream);
+  DeviceBuffer<unsigned long long> records(3 * std::size_t{capacity}, main_stream);
   DeviceBuffer<unsigned> record_count(1, main_stream);
   const std::vector<unsigned> zero{0u};
   record_count.copy_from_host(zero, main_stream);
@@ -444,7 +443,7 @@ TEST_CASE("Threads: generators drawn from by 8 threads, eagerly and inside their
     };
     auto record_shared = [&](std::uint64_t increment, cudaStream_t on) {
       record_draw<<<1, 1, 0, on>>>(cugraphs::default_generator().philox(increment), reserved_for(increment),
-                                   records.data(), record_count.data(), kCapacity);
+                                   records.data(), record_count.data(), capacity);
       cugraphs::check_launch("record_draw");
     };
     auto eager_step = [&](int round, int i) {

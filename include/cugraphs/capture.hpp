@@ -684,14 +684,15 @@ private:
   void check_flag_readable(const void* flag, std::string_view op) {
     detail::check_device_readable(flag, device_, op, "the flag pointer", [&] {
       if (!capture_) return false;
-      // An invalidated capture has no graph to walk: the flag is then judged as unregistered
-      // memory, and capture_end reports the invalidation.
+      // An invalidated capture has no graph to walk, and whether the flag is memory it
+      // allocated cannot be told: the invalidation is the error to report.
       cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-      if (cudaStreamIsCapturing(capture_->stream, &status) != cudaSuccess) {
+      if (const cudaError_t e = cudaStreamIsCapturing(capture_->stream, &status); e != cudaSuccess) {
         (void)cudaGetLastError();
-        return false;
+        detail::throw_cuda(e, fmt::format("{}: cudaStreamIsCapturing", op));
       }
-      if (status != cudaStreamCaptureStatusActive) return false;
+      if (status != cudaStreamCaptureStatusActive)
+        detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op, detail::name(mode_));
       if (detail::graph_allocates(detail::capture_info(capture_->stream, op).graph, flag, op)) return true;
       for (const auto& f : capture_->conditionals)
         for (unsigned b = 0; b < f.body_count; ++b)

@@ -40,7 +40,8 @@ cudaError_t launch_set_condition_kernel(cudaGraphConditionalHandle handle, const
 
 // Whether post `tag - 1` is in `slot` of a host ring (detail/host_ring.hpp), as seen by the
 // whole block: thread 0 reads the tag with acquire semantics at system scope, and the
-// barrier orders every thread's later reads of the slot after that acquire.
+// barrier orders every thread's later reads of the slot after that acquire. Once per
+// kernel: a second call would overwrite `seen` while threads may still be reading it.
 template <int = 0>
 __device__ bool block_sees_tag(const unsigned long long* slot, unsigned long long tag) {
   __shared__ bool seen;
