@@ -89,3 +89,36 @@ TEST_CASE("Flatten: a single leaf and an empty tree", "[flatten]") {
   CHECK(same_span(std::get<0>(one), Leaf(storage, 64)));
   CHECK(std::tuple_size_v<decltype(cugraphs::flatten(std::tuple<>{}))> == 0);
 }
+
+TEST_CASE("Flatten: visit_leaves walks the leaves flatten gives, in its order and numbering", "[flatten]") {
+  // The graphed call's hot path stages through visit_leaves, and its index i must name the
+  // same static leaf as flatten's i: nested tuples, pairs, arrays and user aggregates.
+  const std::tuple<Nested, std::array<Particles, 2>> tree{
+      Nested{Leaf(storage, 1),
+             {CLeaf(storage + 1, 2), {Leaf(storage + 3, 3), Leaf(storage + 6, 4), Leaf(storage + 10, 5)}},
+             {},
+             {DeviceSpan<int>(ids, 6)}},
+      {Particles{Leaf(storage + 20, 7), DeviceSpan<const int>(ids + 1, 1)},
+       Particles{Leaf(storage + 30, 8), DeviceSpan<const int>(ids + 2, 2)}}};
+  const auto flat = cugraphs::flatten(tree);
+  constexpr std::size_t leaves = std::tuple_size_v<decltype(flat)>;
+  static_assert(leaves == 10);
+  std::array<const void*, leaves> flat_data{};
+  std::array<std::size_t, leaves> flat_size{};
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    ((flat_data[I] = std::get<I>(flat).data(), flat_size[I] = std::get<I>(flat).size()), ...);
+  }(std::make_index_sequence<leaves>{});
+
+  std::size_t next = 3;  // numbering continues from where the caller's count stands
+  std::size_t visits = 0;
+  auto check = [&](std::size_t i, auto leaf) {
+    REQUIRE(i >= 3);
+    REQUIRE(i - 3 < leaves);
+    CHECK(static_cast<const void*>(leaf.data()) == flat_data[i - 3]);
+    CHECK(leaf.size() == flat_size[i - 3]);
+    ++visits;
+  };
+  cugraphs::detail::visit_leaves(tree, next, check);
+  CHECK(visits == leaves);
+  CHECK(next == 3 + leaves);
+}

@@ -120,6 +120,24 @@ auto flatten_impl(const T& tree) {
   }
 }
 
+// Calls fn(i, leaf) on each leaf of `tree` in flatten's order, with i counting on from
+// `next`, without building the flat tuple: the hot path of a graphed call. std::arrays are
+// walked by a loop, so an array of 64 inputs costs one short loop.
+template <class T, class Fn>
+void visit_leaves(const T& tree, std::size_t& next, Fn& fn) {
+  if constexpr (is_span_v<T>) {
+    fn(next++, tree);
+  } else if constexpr (is_array_v<T>) {
+    for (const auto& part : tree) visit_leaves(part, next, fn);
+  } else if constexpr (is_tuple_like_v<T>) {
+    std::apply([&](const auto&... parts) { (visit_leaves(parts, next, fn), ...); }, tree);
+  } else if constexpr (tree_traits<T>::custom) {
+    visit_leaves(tree_traits<T>::to_tuple(tree), next, fn);
+  } else {
+    [[maybe_unused]] typename not_a_tree<T>::type none{};
+  }
+}
+
 // Where each of Ts' leaves start in their concatenated flat tuple: prefix sums of the
 // leaf counts.
 template <class... Ts>

@@ -245,22 +245,26 @@ public:
   const Outputs& stage_and_launch(cudaStream_t stream, const Args&... inputs) {
     constexpr std::string_view op = "GraphedCallable";
     if (!ring_) detail::throw_misuse(op, "this GraphedCallable was moved from");
-    const FlatInputs leaves = std::tuple_cat(flatten(inputs)...);
-    for_each_leaf(leaves, [&](std::size_t i, auto leaf) {
+    // One pass over the leaves checks each and writes its source into the slot. A leaf
+    // that fails its check throws before publish(), so the slot, written in part, is never
+    // seen by the device: the next call takes the same slot and writes it afresh.
+    unsigned long long* slot = ring_.next_slot(stream, op);
+    std::uint64_t copies = 0;
+    [[maybe_unused]] auto stage_leaf = [&](std::size_t i, auto leaf) {
       detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op);
       if (checked_pool_) [[unlikely]]
         checked_pool_->check_read(leaf.data(), leaf.size_bytes(), op);
-    });
-    unsigned long long* slot = ring_.next_slot(stream, op);
-    for_each_leaf(leaves, [&](std::size_t i, auto leaf) {
       const void* src = leaf.data();
       const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
       slot[1 + i] = copy ? reinterpret_cast<std::uintptr_t>(src) : 0;
-      copies_ += copy ? 1 : 0;
-    });
+      copies += copy ? 1 : 0;
+    };
+    [[maybe_unused]] std::size_t next = 0;  // unused without inputs
+    (detail::visit_leaves(inputs, next, stage_leaf), ...);
     ring_.publish(slot);  // the tag last: the device claims the slot once every source is in place
     graph_.replay(stream);
     ring_.launched(stream);
+    copies_ += copies;
     return *outputs_;
   }
 
