@@ -5,6 +5,12 @@
 // device mirrors how many posts it has finished with into the word after the last slot, so
 // the host knows which slots are free again. Its CUDA calls run in relaxed capture mode:
 // a ring may be made or freed, and waited for, while a capture is open on the thread.
+//
+// A wait never spins for ever. It yields for a while, then sleeps between looks, and asks
+// the stream now and then: a failed stream ends the wait with its error, and so does a
+// stream that has finished all its work while posts are still not taken (launches on
+// streams the caller did not order, or a launch lost by a tool under the program). Such
+// posts are given up and the ring starts afresh, so the object that owns it stays usable.
 #pragma once
 
 #include <cugraphs/detail/device.hpp>
@@ -13,8 +19,11 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
+#include <string>
 #include <string_view>
 #include <thread>
 #include <utility>
@@ -65,14 +74,23 @@ public:
 
   /// Waits until the next post's slot is free (the launch slots() posts ago has taken it)
   /// and returns it. Only one thread posts to a ring, so the slot stays free until publish().
-  [[nodiscard]] unsigned long long* next_slot(cudaStream_t stream, std::string_view op) const {
+  /// Throws when the stream fails, or when the posts in flight can no longer be taken.
+  [[nodiscard]] unsigned long long* next_slot(cudaStream_t stream, std::string_view op) {
     // Signed: a launch of the executable without a post may finish with a slot early.
-    for (unsigned spins = 1; static_cast<std::int64_t>(posted_ - done()) >= slots_; ++spins) {
-      if (spins % 256 == 0) {
+    Waiter w;
+    while (static_cast<std::int64_t>(posted_ - done()) >= slots_) {
+      if (w.due()) {
         const cudaError_t e = query(stream);
         if (e != cudaSuccess && e != cudaErrorNotReady) throw_cuda(e, fmt::format("{}: waiting for a free slot", op));
+        // Only the stream the posts went to can say they are lost; another may be idle
+        // while they still run.
+        if (w.stalled(e == cudaSuccess && stream == last_stream_)) {
+          const std::uint64_t lost = posted_ - done();
+          forget_posts();
+          throw_misuse(op, "{}", lost_message(lost));
+        }
       }
-      std::this_thread::yield();
+      w.pause();
     }
     return words_ + (posted_ % slots_) * slot_words_;
   }
@@ -88,24 +106,84 @@ public:
     last_stream_ = stream;
   }
 
-  /// Waits until the device has finished with every post, or the stream has failed (then
-  /// reported once, and the posts are given up: the device will not finish them).
+  /// Waits until the device has finished with every post, or the stream has failed, or it
+  /// has finished its work with posts still not taken. Those two are reported once, and the
+  /// posts given up: the device will not finish them.
   void wait_all(std::string_view op) noexcept {
     if (words_ == nullptr || abandoned_) return;
-    for (unsigned spins = 1; done() < posted_; ++spins) {
-      if (spins % 256 == 0) {  // the stream is asked only now and then, as in next_slot
+    Waiter w;
+    while (done() < posted_) {
+      if (w.due()) {
         const cudaError_t e = query(last_stream_);
         if (e != cudaSuccess && e != cudaErrorNotReady) {
           report_in_destructor(e, op);
           abandoned_ = true;
           return;
         }
+        if (w.stalled(e == cudaSuccess)) {
+          try {
+            fmt::print(stderr, "cugraphs: {}: {} (in a destructor, which cannot throw)\n", op,
+                       lost_message(posted_ - done()));
+          } catch (...) {
+            std::fputs("cugraphs: posted launches were never taken by the device\n", stderr);
+          }
+          forget_posts();
+          return;
+        }
       }
-      std::this_thread::yield();
+      w.pause();
     }
   }
 
 private:
+  // Paces a wait: yields first (a slot usually frees within microseconds), then sleeps
+  // between looks, so that a long wait leaves the core to other threads. due() says when
+  // to ask the stream; stalled() when it has reported idle for long enough that posts
+  // not yet taken never will be (once idle, a stream's writes are all visible).
+  class Waiter {
+  public:
+    [[nodiscard]] bool due() const noexcept { return spins_ % 256 == 0 || spins_ > kYields; }
+    void pause() noexcept {
+      if (++spins_ <= kYields)
+        std::this_thread::yield();
+      else
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+    }
+    [[nodiscard]] bool stalled(bool idle) noexcept {
+      if (!idle) {
+        idle_ = false;
+        return false;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (!idle_) idle_since_ = now;
+      idle_ = true;
+      return now - idle_since_ >= std::chrono::milliseconds(20);
+    }
+
+  private:
+    static constexpr unsigned kYields = 4096;
+    unsigned spins_ = 1;
+    bool idle_ = false;  // the stream was idle at every look since idle_since_
+    std::chrono::steady_clock::time_point idle_since_{};
+  };
+
+  [[nodiscard]] std::string lost_message(std::uint64_t lost) const {
+    return fmt::format(
+        "{} posted launch{} never taken by the device, although the stream it went to has "
+        "finished its work: were calls made on streams not ordered with each other (each must "
+        "follow the last, on one stream or through events), or was a launch lost under a tool? "
+        "The posts are given up; later calls work as usual",
+        lost, lost == 1 ? " was" : "es were");
+  }
+
+  // Gives up the posts not taken: clears every tag (no launch is in flight: the stream is
+  // idle), and the next post continues from the device's count.
+  void forget_posts() noexcept {
+    for (unsigned i = 0; i < slots_; ++i)
+      std::atomic_ref<unsigned long long>(words_[i * slot_words_]).store(0, std::memory_order_relaxed);
+    posted_ = done();
+  }
+
   [[nodiscard]] std::uint64_t done() const noexcept {
     return std::atomic_ref<unsigned long long>(*done_word()).load(std::memory_order_acquire);
   }

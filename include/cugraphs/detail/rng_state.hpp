@@ -100,7 +100,7 @@ struct GraphRng {
   void allocate_ring() { ring = HostRing(kRngSlots, kRngSlotWidth, "Graph: the RNG ring"); }
 
   // Waits until the next replay's slot is free.
-  void wait_for_slot(cudaStream_t stream) const { (void)ring.next_slot(stream, "Graph::replay (RNG)"); }
+  void wait_for_slot(cudaStream_t stream) { (void)ring.next_slot(stream, "Graph::replay (RNG)"); }
 
   // Before a replay on `stream`: posts every generator's (seed, offset) for it, advancing
   // each generator by what the replay consumes.
