@@ -874,8 +874,8 @@ __global__ void take_post_kernel(const unsigned long long* ring, unsigned slots,
 TEST_CASE("Faults: posts that no launch takes end the wait with an Error once their stream is idle, "
           "not a hang; a busy stream is waited for; the ring works on afterwards",
           "[faults][graphed][rng][gpu]") {
-  // Calls on streams the caller did not order, or a launch lost under a tool, leave posts
-  // that the device will never take. The waits of GraphedCallable and of RNG replays are
+  // A launch lost (as a tool running the program may do) leaves a post that no later
+  // launch takes: CUDA runs one executable's launches in order. The waits of GraphedCallable and of RNG replays are
   // HostRing's; here a ring is driven directly, with and without the kernel that takes posts.
   constexpr unsigned kSlots = 4;
   cugraphs::Stream s;
@@ -911,7 +911,8 @@ TEST_CASE("Faults: posts that no launch takes end the wait with an Error once th
     CHECK(seconds_since(t0) < 5.0);
     CHECK(e.code() == cudaSuccess);
     CHECK(contains(e.what(), "test ring: 4 posted launches were never taken by the device"));
-    CHECK(contains(e.what(), "streams not ordered with each other"));
+    CHECK(contains(e.what(), "although the stream of the last launch has finished its work"));
+    CHECK(contains(e.what(), "a launch was lost"));
     CHECK(ring.posted() == taken);  // the posts were given up: counting goes on from the device's count
 
     // The ring works on: posts taken by the kernel, more than its slots, behind 50 ms of

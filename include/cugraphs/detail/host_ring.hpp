@@ -7,10 +7,11 @@
 // a ring may be made or freed, and waited for, while a capture is open on the thread.
 //
 // A wait never spins for ever. It yields for a while, then sleeps between looks, and asks
-// the stream now and then: a failed stream ends the wait with its error, and so does a
-// stream that has finished all its work while posts are still not taken (launches on
-// streams the caller did not order, or a launch lost by a tool under the program). Such
-// posts are given up and the ring starts afresh, so the object that owns it stays usable.
+// the stream now and then: a failed stream ends the wait with its error, and so does the
+// last launch's stream once it has finished all its work with posts still not taken. CUDA
+// runs the launches of one executable in order, so then no launch will take them: one was
+// lost (a tool that runs the program may lose one) or the executable was changed outside
+// cugraphs. Such posts are given up and the ring starts afresh, so its owner stays usable.
 #pragma once
 
 #include <cugraphs/detail/device.hpp>
@@ -169,10 +170,11 @@ private:
 
   [[nodiscard]] std::string lost_message(std::uint64_t lost) const {
     return fmt::format(
-        "{} posted launch{} never taken by the device, although the stream it went to has "
-        "finished its work: were calls made on streams not ordered with each other (each must "
-        "follow the last, on one stream or through events), or was a launch lost under a tool? "
-        "The posts are given up; later calls work as usual",
+        "{} posted launch{} never taken by the device, although the stream of the last launch "
+        "has finished its work, and with it every earlier launch of the executable: a launch "
+        "was lost (a tool that runs the program, such as compute-sanitizer, may lose one) or "
+        "the executable was changed outside cugraphs. The posts are given up; later calls "
+        "work as usual",
         lost, lost == 1 ? " was" : "es were");
   }
 
