@@ -856,8 +856,8 @@ TEST_CASE("Faults: a graphed callable destroyed with calls still queued waits fo
 }
 
 // Takes the next post of a test ring, as the library's head kernels do: if its tag is in
-// place, copies its one value to `out` and counts it done (on the device and in the word
-// after the last slot, where the host reads it).
+// place, copies its one value to state[1] and counts it done, in state[0] and in the word
+// after the last slot, where the host reads it.
 __global__ void take_post_kernel(const unsigned long long* ring, unsigned slots, unsigned long long* state,
                                  unsigned long long* host_done) {
   const unsigned long long next = state[0];
@@ -875,8 +875,9 @@ TEST_CASE("Faults: posts that no launch takes end the wait with an Error once th
           "not a hang; a busy stream is waited for; the ring works on afterwards",
           "[faults][graphed][rng][gpu]") {
   // A launch lost (as a tool running the program may do) leaves a post that no later
-  // launch takes: CUDA runs one executable's launches in order. The waits of GraphedCallable and of RNG replays are
-  // HostRing's; here a ring is driven directly, with and without the kernel that takes posts.
+  // launch takes: CUDA runs one executable's launches in order. The waits of
+  // GraphedCallable and of RNG replays are HostRing's; here a ring is driven directly,
+  // with and without the kernel that takes posts.
   constexpr unsigned kSlots = 4;
   cugraphs::Stream s;
   DeviceBuffer<unsigned long long> state(2);  // taken so far, last value taken

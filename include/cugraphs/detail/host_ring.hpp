@@ -168,7 +168,7 @@ private:
     std::chrono::steady_clock::time_point idle_since_{};
   };
 
-  [[nodiscard]] std::string lost_message(std::uint64_t lost) const {
+  [[nodiscard]] static std::string lost_message(std::uint64_t lost) {
     return fmt::format(
         "{} posted launch{} never taken by the device, although the stream of the last launch "
         "has finished its work, and with it every earlier launch of the executable: a launch "
