@@ -22,7 +22,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -122,12 +121,7 @@ public:
           return;
         }
         if (w.stalled(e == cudaSuccess)) {
-          try {
-            fmt::print(stderr, "cugraphs: {}: {} (in a destructor, which cannot throw)\n", op,
-                       lost_message(posted_ - done()));
-          } catch (...) {
-            std::fputs("cugraphs: posted launches were never taken by the device\n", stderr);
-          }
+          report_in_destructor(op, [&] { return lost_message(posted_ - done()); });
           forget_posts();
           return;
         }
