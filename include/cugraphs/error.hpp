@@ -171,17 +171,6 @@ inline void report_in_destructor(cudaError_t e, std::string_view operation) noex
   }
 }
 
-// The same for a failure cugraphs detected itself: `describe()` gives the cause; it is
-// called inside the guard, so that building the text cannot throw out of the destructor.
-template <class Describe>
-void report_in_destructor(std::string_view operation, Describe&& describe) noexcept {
-  try {
-    fmt::print(stderr, "cugraphs: {}: {} (in a destructor, which cannot throw)\n", operation, describe());
-  } catch (...) {
-    std::fputs("cugraphs: a check failed in a destructor\n", stderr);
-  }
-}
-
 }  // namespace detail
 
 /// Throws cugraphs::Error (with cause and remedy where known) when `result` is an error.

@@ -22,6 +22,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -121,7 +122,12 @@ public:
           return;
         }
         if (w.stalled(e == cudaSuccess)) {
-          report_in_destructor(op, [&] { return lost_message(posted_ - done()); });
+          try {
+            fmt::print(stderr, "cugraphs: {}: {} (in a destructor, which cannot throw)\n", op,
+                       lost_message(posted_ - done()));
+          } catch (...) {
+            std::fputs("cugraphs: posted launches were never taken by the device\n", stderr);
+          }
           forget_posts();
           return;
         }
