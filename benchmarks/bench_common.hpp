@@ -214,6 +214,24 @@ private:
   std::vector<Goal> goals_;
 };
 
+// Microseconds per call of 100 calls back to back on `stream`, to completion: the median
+// of reps(7) rounds after one untimed round.
+inline double to_done(const std::function<void()>& call, cudaStream_t stream) {
+  auto sync = [&] {
+    if (const cudaError_t e = cudaStreamSynchronize(stream); e != cudaSuccess)
+      throw std::runtime_error(fmt::format("to_done: cudaStreamSynchronize: {}", cudaGetErrorString(e)));
+  };
+  std::vector<double> v;
+  for (int r = 0; r < reps(7) + 1; ++r) {
+    sync();
+    const auto t0 = Clock::now();
+    for (int i = 0; i < 100; ++i) call();
+    sync();
+    if (r > 0) v.push_back(us_since(t0) / 100);
+  }
+  return median(v);
+}
+
 #if defined(__CUDACC__)
 // Keeps the stream busy for about `ns` nanoseconds, so that host calls queued behind it
 // are timed without waiting for the device.

@@ -4,7 +4,7 @@ every series name starts with torch_), so that tools/plot-perf can lay the two s
 
     python3 benchmarks/bench_suite_torch.py [FIGURES.json [SECTION...]]
 
-Sections: replay capture eager graphed rng memory (default: all). Exits 77 without PyTorch
+Sections: replay capture eager graphed rng memory training (default: all). Exits 77 without PyTorch
 or without a CUDA device. CUGRAPHS_BENCH_SCALE scales the repetitions, as in bench_suite.
 """
 import gc
@@ -226,6 +226,80 @@ def memory_section(T):
     return out
 
 
+def training_section(T):
+    """One SGD step of bench_suite's perceptron (32-128-128-8, batch 256, MSE loss): eager, with
+    the module made by make_graphed_callables (forward and backward graphs; the loss and the
+    optimizer step eager, as that API leaves them), and the whole step captured into one graph
+    with torch.cuda.graph (PyTorch's fastest path, for reference)."""
+    batch, d_in, hidden, d_out, lr, sets = 256, 32, 128, 8, 0.05, 4
+    torch.manual_seed(0)
+
+    def model():
+        return torch.nn.Sequential(torch.nn.Linear(d_in, hidden), torch.nn.ReLU(), torch.nn.Linear(hidden, hidden),
+                                   torch.nn.ReLU(), torch.nn.Linear(hidden, d_out)).cuda()
+
+    xs = [torch.rand(batch, d_in, device="cuda") * 2 - 1 for _ in range(sets)]
+    ts = [torch.randn(batch, d_out, device="cuda") for _ in range(sets)]
+    turn = [0]
+
+    def batch_data():
+        turn[0] += 1
+        i = turn[0] % sets
+        return xs[i], ts[i]
+
+    def stepper(module, opt):
+        def step():
+            x, t = batch_data()
+            loss = torch.nn.functional.mse_loss(module(x), t)
+            loss.backward()
+            opt.step()
+            opt.zero_grad(set_to_none=True)
+        return step
+
+    eager_model = model()
+    eager_step = stepper(eager_model, torch.optim.SGD(eager_model.parameters(), lr=lr))
+    graphed_model = model()
+    graphed_opt = torch.optim.SGD(graphed_model.parameters(), lr=lr)
+    graphed_module = torch.cuda.make_graphed_callables(graphed_model, (xs[0].clone(),))
+    graphed_step = stepper(graphed_module, graphed_opt)
+
+    # The whole step in one graph, as in PyTorch's "whole network capture" example.
+    whole_model = model()
+    whole_opt = torch.optim.SGD(whole_model.parameters(), lr=lr)
+    static_x, static_t = xs[0].clone(), ts[0].clone()
+
+    def whole_body():
+        loss = torch.nn.functional.mse_loss(whole_model(static_x), static_t)
+        loss.backward()
+        whole_opt.step()
+
+    whole_opt.zero_grad(set_to_none=True)
+    T.warm_up(whole_body)
+    whole_opt.zero_grad(set_to_none=True)
+    whole_graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(whole_graph):
+        whole_body()
+
+    def whole_step():
+        x, t = batch_data()
+        static_x.copy_(x)
+        static_t.copy_(t)
+        whole_graph.replay()
+
+    for fn in (eager_step, graphed_step, whole_step):
+        for _ in range(3):
+            fn()
+    torch.cuda.synchronize()
+    timer = T.HostTimer()
+    a, b, c = timer.medians([eager_step, graphed_step, whole_step], [8, 8, 16], T.reps(40))
+    da, db, dc = (T.to_done(fn, 100, T.reps(7)) for fn in (eager_step, graphed_step, whole_step))
+    timer.note_uncovered()
+    print(f"\n== torch: training step host cost: eager {a:.1f} us, make_graphed_callables {b:.1f} us, whole-step "
+          f"graph {c:.1f} us | to done {da:.1f} / {db:.1f} / {dc:.1f} us")
+    return {"torch_eager_us": a, "torch_graphed_us": b, "torch_whole_graph_us": c, "torch_eager_done_us": da,
+            "torch_graphed_done_us": db, "torch_whole_graph_done_us": dc, "torch_uncovered_batches": timer.uncovered}
+
+
 SECTIONS = {  # name on the command line: (section in the JSON, function)
     "replay": ("replay_host", replay_section),
     "capture": ("capture", capture_section),
@@ -233,6 +307,7 @@ SECTIONS = {  # name on the command line: (section in the JSON, function)
     "graphed": ("graphed", graphed_section),
     "rng": ("rng", rng_section),
     "memory": ("memory", memory_section),
+    "training": ("training", training_section),
 }
 
 

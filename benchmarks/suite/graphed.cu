@@ -93,18 +93,7 @@ Figures run(HostTimer& timer, cudaStream_t stream) {
   const int staging_batch = std::clamp(256 / N, 4, kCallBatch);
   const auto m = timer.medians({graphed, staging, bare}, {kCallBatch, staging_batch, kCallBatch}, reps(40));
 
-  auto to_done = [&](const std::function<void()>& call) {
-    std::vector<double> v;
-    for (int r = 0; r < reps(7) + 1; ++r) {
-      cugraphs::check(cudaStreamSynchronize(stream), "sync");
-      const auto t0 = Clock::now();
-      for (int i = 0; i < 100; ++i) call();
-      cugraphs::check(cudaStreamSynchronize(stream), "sync");
-      if (r > 0) v.push_back(us_since(t0) / 100);
-    }
-    return median(v);
-  };
-  const double gd = to_done(graphed), sd = to_done(staging), bd = to_done(bare);
+  const double gd = to_done(graphed, stream), sd = to_done(staging, stream), bd = to_done(bare, stream);
   // Every call copied each input (none aliases a static buffer).
   if (g.staged_copies() != g.calls() * N) throw std::runtime_error("graphed callable: unexpected staged copy count");
   return {m[0], m[1], m[2], gd, sd, bd};

@@ -31,5 +31,7 @@ void conditional_section(Report& report, cudaStream_t stream);
 void rng_section(Report& report, cudaStream_t stream);
 // Memory of N graphs with temporaries: one shared pool against a pool each.
 void memory_section(Report& report, cudaStream_t stream);
+// One MLP training step: a GraphedPair against two bare launches and the eager step (cuBLAS).
+void training_section(Report& report, cudaStream_t stream);
 
 }  // namespace cugraphs_bench

@@ -211,15 +211,15 @@ inline void add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGra
 
 // The run-time checks of an input leaf before staging (Graph::stage_and_launch and
 // GraphedCallable): done for every leaf before anything is enqueued.
+// `leaf` names what is staged ("input leaf"; a graphed pair's backward stages "incoming
+// gradient leaf"s).
 inline void check_input_leaf(std::size_t i, const void* data, std::size_t size, std::size_t static_size,
-                             std::string_view op) {
+                             std::string_view op, std::string_view leaf = "input leaf") {
   if (size != static_size)
-    throw_misuse(op, "input leaf {} has {} elements but its static leaf has {}; nothing was staged or "
-                     "launched",
-                 i, size, static_size);
+    throw_misuse(op, "{} {} has {} elements but its static leaf has {}; nothing was staged or launched", leaf, i,
+                 size, static_size);
   if (data == nullptr && size != 0) [[unlikely]]
-    throw_misuse(op, "input leaf {} is a null pointer with {} elements; nothing was staged or launched", i,
-                 size);
+    throw_misuse(op, "{} {} is a null pointer with {} elements; nothing was staged or launched", leaf, i, size);
 }
 
 }  // namespace detail

@@ -9,6 +9,7 @@
 #include <cugraphs/conditional.hpp>
 #include <cugraphs/flatten.hpp>
 #include <cugraphs/graphed.hpp>
+#include <cugraphs/training.hpp>
 #include <cugraphs/rng.hpp>
 
 #if defined(__CUDACC__)

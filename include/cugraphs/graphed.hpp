@@ -88,6 +88,13 @@ inline constexpr bool all_spans_v<std::tuple<Ts...>> = (is_span_v<Ts> && ...);
 
 struct BuildTag {};
 
+// How a graphed callable's errors name the call, the object and what it stages.
+struct CallNames {
+  std::string_view op = "GraphedCallable";
+  std::string_view owner = "GraphedCallable";
+  std::string_view leaf = "input leaf";
+};
+
 // Whether arguments of types Given bind to parameters Params (same count, each convertible).
 template <class Params, class Given>
 inline constexpr bool accepts_v = false;
@@ -95,16 +102,16 @@ template <class... P, class... G>
   requires(sizeof...(P) == sizeof...(G))
 inline constexpr bool accepts_v<std::tuple<P...>, std::tuple<G...>> = (std::is_convertible_v<G, P> && ...);
 
-inline void check_sample_leaf(std::size_t i, const void* data, std::size_t size, int device) {
+inline void check_sample_leaf(std::string_view op, std::size_t i, const void* data, std::size_t size, int device) {
   if (size == 0) return;
-  if (data == nullptr)
-    throw_misuse("make_graphed_callable", "sample leaf {} is a null pointer with {} elements", i, size);
-  check_device_readable(data, device, "make_graphed_callable", fmt::format("sample leaf {}", i));
+  if (data == nullptr) throw_misuse(op, "sample leaf {} is a null pointer with {} elements", i, size);
+  check_device_readable(data, device, op, fmt::format("sample leaf {}", i));
 }
 
-template <class F, class... Args>
-void warm_up(F& f, int iterations, const Args&... samples) {
-  constexpr std::string_view op = "make_graphed_callable";
+// What a warm-up needs before f runs eagerly on the samples: a sane count, no open capture,
+// and samples kernels can read.
+template <class... Args>
+void check_warm_up(std::string_view op, int iterations, const Args&... samples) {
   if (iterations < 0)
     throw_misuse(op, "warmup_iters is {}; it must be 0 or more", iterations);
   // The warm-up synchronizes and the capture would nest: either would break an open capture.
@@ -115,8 +122,13 @@ void warm_up(F& f, int iterations, const Args&... samples) {
   const int device = current_device();
   const auto leaves = std::tuple_cat(flatten(samples)...);
   [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (check_sample_leaf(I, std::get<I>(leaves).data(), std::get<I>(leaves).size(), device), ...);
+    (check_sample_leaf(op, I, std::get<I>(leaves).data(), std::get<I>(leaves).size(), device), ...);
   }(std::make_index_sequence<std::tuple_size_v<decltype(leaves)>>{});
+}
+
+template <class F, class... Args>
+void warm_up(F& f, int iterations, const Args&... samples) {
+  check_warm_up("make_graphed_callable", iterations, samples...);
   const cudaStream_t s = capture_stream();
   StreamGuard on(s);
   for (int i = 0; i < iterations; ++i) {
@@ -213,7 +225,7 @@ public:
         graph_(std::move(o.graph_)),
         static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
         static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), args_(o.args_), copies_(o.copies_),
-        checked_pool_(std::move(o.checked_pool_)) {}
+        checked_pool_(std::move(o.checked_pool_)), names_(o.names_) {}
   GraphedCallable& operator=(GraphedCallable&&) = delete;
   GraphedCallable(const GraphedCallable&) = delete;
   GraphedCallable& operator=(const GraphedCallable&) = delete;
@@ -243,15 +255,22 @@ public:
   }
 
   const Outputs& stage_and_launch(cudaStream_t stream, const Args&... inputs) {
-    constexpr std::string_view op = "GraphedCallable";
-    if (!ring_) detail::throw_misuse(op, "this GraphedCallable was moved from");
+    const std::string_view op = names_.op;
+    if (!ring_) detail::throw_misuse(op, "this {} was moved from", names_.owner);
+    // A capture would record the launch once, with this call's slot, and every replay of
+    // the enclosing graph would then find no post of its own: calls belong outside captures.
+    if (detail::innermost_capture() != nullptr) [[unlikely]]
+      detail::throw_misuse(op, "a capture is open on this thread; a {} cannot be called inside a capture "
+                               "(of another graph): each call posts its inputs for one launch, which a "
+                               "capture would record once. Call it before capture_begin or after capture_end",
+                           names_.owner);
     // One pass over the leaves checks each and writes its source into the slot. A leaf
     // that fails its check throws before publish(), so the slot, written in part, is never
     // seen by the device: the next call takes the same slot and writes it afresh.
     unsigned long long* slot = ring_.next_slot(stream, op);
     std::uint64_t copies = 0;
     [[maybe_unused]] auto stage_leaf = [&](std::size_t i, auto leaf) {
-      detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op);
+      detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op, names_.leaf);
       if (checked_pool_) [[unlikely]]
         checked_pool_->check_read(leaf.data(), leaf.size_bytes(), op);
       const void* src = leaf.data();
@@ -279,6 +298,9 @@ public:
   [[nodiscard]] std::uint64_t calls() const noexcept { return ring_.posted(); }
 
 private:
+  template <class, class, class...>
+  friend class GraphedPair;
+
   static constexpr unsigned kSlots = 64;
 
   template <class Tuple, class Fn>
@@ -322,6 +344,7 @@ private:
   detail::StageArgs args_{};
   std::uint64_t copies_ = 0;
   std::shared_ptr<detail::Pool> checked_pool_;  // set when the pool is checked
+  detail::CallNames names_;                     // set by a GraphedPair for its two halves
 };
 
 /// Warms `f` up (opts.warmup_iters eager calls on the capture stream), captures
