@@ -47,14 +47,21 @@ inline void check(cublasStatus_t s, const char* what) {
 
 // A cuBLAS handle with a workspace of its own: GEMMs then never allocate (which a capture
 // would refuse) and pick the same algorithm eagerly and in a capture, so both give the same
-// bits. cublasSetStream resets the workspace, so on() sets both.
+// bits. cublasSetStream resets the workspace, so on() sets both. The graphs and the eager
+// calls share the workspace: run them on one stream (or streams the caller orders).
 class Blas {
 public:
+  // Made before any work is queued; the workspace is ready when the constructor returns.
   Blas() : workspace_(kWorkspace, nullptr) {
+    cugraphs::check(cudaDeviceSynchronize(), "mlp: allocating the cuBLAS workspace");
     check(cublasCreate(&handle_), "cublasCreate");
     check(cublasSetMathMode(handle_, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");  // no TF32
   }
-  ~Blas() { (void)cublasDestroy(handle_); }
+  // Waits for the work that uses the workspace (on any stream) before it is freed.
+  ~Blas() {
+    (void)cudaDeviceSynchronize();
+    (void)cublasDestroy(handle_);
+  }
   Blas(const Blas&) = delete;
   Blas& operator=(const Blas&) = delete;
 

@@ -301,3 +301,29 @@ TEST_CASE("GraphedCallable: a call with 70 input leaves stages every leaf into i
   CHECK(g.calls() == 7);
   CHECK(g.staged_copies() == 7u * kWide);
 }
+
+TEST_CASE("GraphedCallable: a call while a capture is open on the thread is an Error; the capture goes on and the "
+          "callable works after it", "[graphed][gpu]") {
+  DeviceBuffer<float> x(kN), out(kN), copied(kN);
+  x.copy_from_host(random_floats(kN, 77));
+  auto g = cugraphs::make_graphed_callable(
+      [o = out.span()](In in) {
+        copy_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(o.data(), in.data(), kN);
+      },
+      In(x));
+  cugraphs::Graph other;
+  {
+    cugraphs::CaptureScope scope(other);
+    const auto e = expect_error([&] { g(In(x)); });
+    CHECK(e.code() == cudaSuccess);
+    CHECK(contains(e.what(), "GraphedCallable: a capture is open on this thread; a GraphedCallable cannot be called "
+                             "inside a capture"));
+    copy_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(copied.data(), x.data(), kN);
+  }
+  CHECK(g.calls() == 0);
+  other.replay();
+  out.copy_from_host(std::vector<float>(kN, -3.0f));  // poison
+  g(In(x));
+  CHECK(bitwise_equal(host(out.span()), x.to_host()));
+  CHECK(bitwise_equal(host(copied.span()), x.to_host()));
+}

@@ -7,6 +7,7 @@
 #include "testing.hpp"
 
 #include <cugraphs/graph.hpp>
+#include <fmt/format.h>
 
 #include <cstdint>
 #include <cstdio>

@@ -8,6 +8,7 @@
 #include "testing.hpp"
 
 #include <cugraphs/graph.hpp>
+#include <fmt/format.h>
 
 #include <curand_kernel.h>
 #include <unistd.h>

@@ -328,17 +328,22 @@ TEST_CASE("GraphedPair: misuse is an Error that leaves the pair usable", "[train
   // that capture goes on.
   cugraphs::Graph other;
   DeviceBuffer<float> copied(kN);
+  (void)pair.forward(In(x));  // a backward is pending: the capture check is what refuses it
   {
     cugraphs::CaptureScope scope(other);
     e = expect_error([&] { (void)pair.forward(In(x)); });
-    CHECK(contains(e.what(), "a GraphedPair cannot be called inside a capture"));
+    CHECK(contains(e.what(), "GraphedPair::forward: a capture is open on this thread; a GraphedPair cannot be "
+                             "called inside a capture"));
     e = expect_error([&] { (void)pair.backward(In(dy)); });
-    CHECK(contains(e.what(), "GraphedPair::backward"));
+    CHECK(contains(e.what(), "GraphedPair::backward: a capture is open on this thread; a GraphedPair cannot be "
+                             "called inside a capture"));
     copy_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(copied.data(), x.data(), kN);
   }
   other.replay();
   CHECK(bitwise_equal(host(copied.span()), host(x.span())));
-  CHECK(pair.forward_calls() == 2);
+  CHECK(pair.forward_calls() == 3);
+  CHECK(pair.backward_pending());
+  (void)pair.backward(In(dy));
 
   // Moved from: an Error; the pair it was moved to works.
   auto moved = std::move(pair);
@@ -346,7 +351,7 @@ TEST_CASE("GraphedPair: misuse is an Error that leaves the pair usable", "[train
   CHECK(contains(e.what(), "this GraphedPair was moved from"));
   (void)moved.forward(In(x));
   (void)moved.backward(In(dy));
-  CHECK(moved.backward_calls() == 3);
+  CHECK(moved.backward_calls() == 4);
 
   // A backward whose gradient does not match its argument's size.
   e = expect_error([&] {

@@ -94,15 +94,15 @@ namespace detail {
       why = "a conditional handle was created but no conditional node uses it";
       break;
     default:
-      why = fmt::format("{} ({})", cudaGetErrorName(e), cudaGetErrorString(e));
+      why = detail::format("{} ({})", cudaGetErrorName(e), cudaGetErrorString(e));
       break;
   }
   if (p.errNode_out != nullptr) {
     cudaGraphNodeType t{};
     if (cudaGraphNodeGetType(p.errNode_out, &t) == cudaSuccess)
-      why += fmt::format("; the failing node is a {} node", node_type_name(t));
+      why += detail::format("; the failing node is a {} node", node_type_name(t));
   }
-  return fmt::format("cugraphs: Graph::instantiate (cudaGraphInstantiateWithParams) failed: {}.{}",
+  return detail::format("cugraphs: Graph::instantiate (cudaGraphInstantiateWithParams) failed: {}.{}",
                      why, error_hint(e));
 }
 
@@ -143,7 +143,7 @@ private:
 inline void write_dot(cudaGraph_t g, const std::string& path, std::string_view op) {
   if (const cudaError_t e = cudaGraphDebugDotPrint(g, path.c_str(), cudaGraphDebugDotFlagsVerbose); e != cudaSuccess) {
     (void)cudaGetLastError();  // an unwritable path must not linger as the thread's last error
-    throw_cuda(e, fmt::format("{}: cudaGraphDebugDotPrint to '{}' (is the path writable?)", op, path));
+    throw_cuda(e, detail::format("{}: cudaGraphDebugDotPrint to '{}' (is the path writable?)", op, path));
   }
 }
 
@@ -171,11 +171,9 @@ struct CaptureInfo {
 [[nodiscard]] inline CaptureInfo capture_info(cudaStream_t s, std::string_view op) {
   CaptureInfo i;
 #  if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-  check(cudaStreamGetCaptureInfo(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count),
-        fmt::format("{}: cudaStreamGetCaptureInfo", op));
+  check(cudaStreamGetCaptureInfo(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count), "{}: cudaStreamGetCaptureInfo", op);
 #  else
-  check(cudaStreamGetCaptureInfo_v3(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count),
-        fmt::format("{}: cudaStreamGetCaptureInfo", op));
+  check(cudaStreamGetCaptureInfo_v3(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count), "{}: cudaStreamGetCaptureInfo", op);
 #  endif
   return i;
 }
@@ -185,15 +183,11 @@ inline void add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGra
                                 std::string_view op) {
   cudaGraphNode_t node = nullptr;
 #  if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-  check(cudaGraphAddNode(&node, info.graph, info.deps, info.edges, info.count, &params),
-        fmt::format("{}: cudaGraphAddNode", op));
-  check(cudaStreamUpdateCaptureDependencies(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
-        fmt::format("{}: cudaStreamUpdateCaptureDependencies", op));
+  check(cudaGraphAddNode(&node, info.graph, info.deps, info.edges, info.count, &params), "{}: cudaGraphAddNode", op);
+  check(cudaStreamUpdateCaptureDependencies(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies), "{}: cudaStreamUpdateCaptureDependencies", op);
 #  else
-  check(cudaGraphAddNode_v2(&node, info.graph, info.deps, info.edges, info.count, &params),
-        fmt::format("{}: cudaGraphAddNode", op));
-  check(cudaStreamUpdateCaptureDependencies_v2(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
-        fmt::format("{}: cudaStreamUpdateCaptureDependencies", op));
+  check(cudaGraphAddNode_v2(&node, info.graph, info.deps, info.edges, info.count, &params), "{}: cudaGraphAddNode", op);
+  check(cudaStreamUpdateCaptureDependencies_v2(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies), "{}: cudaStreamUpdateCaptureDependencies", op);
 #  endif
 }
 #endif
@@ -202,8 +196,9 @@ inline void add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGra
 // thread, since the enclosing levels keep capturing on their own streams meanwhile.
 [[nodiscard]] inline cudaStream_t body_stream(int device, std::size_t depth) {
   thread_local std::vector<std::vector<std::unique_ptr<Stream>>> streams;
-  if (streams.size() <= static_cast<std::size_t>(device)) streams.resize(device + 1);
-  auto& level = streams[device];
+  const auto index = static_cast<std::size_t>(device);
+  if (streams.size() <= index) streams.resize(index + 1);
+  auto& level = streams[index];
   if (level.size() <= depth) level.resize(depth + 1);
   if (!level[depth]) level[depth] = std::make_unique<Stream>(device);
   return level[depth]->get();
@@ -260,7 +255,7 @@ public:
                            opts.pool->id(), opts.pool->device(), device);
     if (opts.stream == cudaStreamLegacy)
       throw Error(cudaErrorStreamCaptureImplicit,
-                  fmt::format("cugraphs: {}: the legacy default stream cannot capture. Remedy: leave "
+                  detail::format("cugraphs: {}: the legacy default stream cannot capture. Remedy: leave "
                               "CaptureOptions::stream null to capture on capture_stream(), or pass "
                               "a Stream you created",
                               op));
@@ -272,8 +267,7 @@ public:
     {
       // Another capture may be open on this thread; this query must not invalidate it.
       detail::RelaxedCaptureMode relaxed;
-      detail::check(cudaStreamGetDevice(stream, &stream_device),
-                    fmt::format("{}: cudaStreamGetDevice (is the stream alive?)", op));
+      detail::check(cudaStreamGetDevice(stream, &stream_device), "{}: cudaStreamGetDevice (is the stream alive?)", op);
     }
     if (stream_device != device)
       detail::throw_misuse(op, "the stream belongs to device {} but device {} is current; make "
@@ -290,7 +284,7 @@ public:
     if (const cudaError_t e = cudaStreamBeginCapture(stream, ctx->mode); e != cudaSuccess) {
       pool->end_capture(ctx->id);
       (void)cudaGetLastError();
-      detail::throw_cuda(e, fmt::format("{} (cudaStreamBeginCapture)", op), detail::name(opts.mode));
+      detail::throw_cuda(e, detail::format("{} (cudaStreamBeginCapture)", op), detail::name(opts.mode));
     }
     detail::tls_captures.push_back(ctx.get());
     pool->attach_graph();
@@ -326,7 +320,7 @@ public:
       (void)cudaGetLastError();
       release_pool();
       detail::throw_cuda(e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated,
-                         fmt::format("{} (cudaStreamEndCapture)", op), detail::name(mode_));
+                         detail::format("{} (cudaStreamEndCapture)", op), detail::name(mode_));
     }
     graph_ = std::make_shared<detail::NativeGraph>(g);
     upload_stream_ = stream;
@@ -394,7 +388,7 @@ public:
     }
     if (const cudaError_t s = cudaStreamSynchronize(upload_stream_); s != cudaSuccess) {
       detail::report_in_destructor(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
-      detail::throw_cuda(s, fmt::format("{}: waiting for the upload (cudaStreamSynchronize)", op));
+      detail::throw_cuda(s, detail::format("{}: waiting for the upload (cudaStreamSynchronize)", op));
     }
     exec_ = exec;
   }
@@ -574,8 +568,7 @@ public:
       if (info.status != cudaStreamCaptureStatusActive)
         detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op, detail::name(mode_));
       detail::check(cudaGraphConditionalHandleCreate(&frame.handle, info.graph, initial,
-                                                     flag != nullptr ? 0u : unsigned{cudaGraphCondAssignDefault}),
-                    fmt::format("{}: cudaGraphConditionalHandleCreate", op));
+                                                     flag != nullptr ? 0u : unsigned{cudaGraphCondAssignDefault}), "{}: cudaGraphConditionalHandleCreate", op);
       if (flag != nullptr) {
         detail::launch_set_condition(frame.handle, flag, width, parent, op);
         info = detail::capture_info(parent, op);
@@ -689,7 +682,7 @@ private:
       cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
       if (const cudaError_t e = cudaStreamIsCapturing(capture_->stream, &status); e != cudaSuccess) {
         (void)cudaGetLastError();
-        detail::throw_cuda(e, fmt::format("{}: cudaStreamIsCapturing", op));
+        detail::throw_cuda(e, detail::format("{}: cudaStreamIsCapturing", op));
       }
       if (status != cudaStreamCaptureStatusActive)
         detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op, detail::name(mode_));
@@ -708,8 +701,7 @@ private:
 
   void begin_body(detail::ConditionalFrame& f, unsigned index, std::string_view op) {
     detail::check(cudaStreamBeginCaptureToGraph(f.stream, f.bodies[index], nullptr, nullptr, 0,
-                                                detail::to_cuda(mode_)),
-                  fmt::format("{}: cudaStreamBeginCaptureToGraph (body {})", op, index));
+                                                detail::to_cuda(mode_)), "{}: cudaStreamBeginCaptureToGraph (body {})", op, index);
     f.active = static_cast<int>(index);
     f.captured[index] = true;
     detail::tls_current_stream = f.stream;
@@ -723,7 +715,7 @@ private:
     detail::tls_current_stream = f.previous_current;
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      detail::throw_cuda(e, fmt::format("{} (ending the capture of a conditional body)", op),
+      detail::throw_cuda(e, detail::format("{} (ending the capture of a conditional body)", op),
                          detail::name(mode_));
     }
   }
@@ -734,7 +726,7 @@ private:
     if (from.size() == 0 || static_cast<const void*>(from.data()) == static_cast<const void*>(to.data())) return;
     detail::check(cudaMemcpyAsync(const_cast<void*>(static_cast<const void*>(to.data())), from.data(),
                                   from.size_bytes(), cudaMemcpyDeviceToDevice, stream),
-                  fmt::format("{}: cudaMemcpyAsync", op));
+                  "{}: cudaMemcpyAsync", op);
   }
 
   // Puts the RNG refresh kernel at the head of the captured graph (before every root node)
@@ -746,8 +738,7 @@ private:
       detail::throw_misuse(op, "graph-safe RNG launches a kernel, and no translation unit of this "
                                "program compiled by nvcc includes <cugraphs/graph.hpp>");
     r.allocate_ring();
-    detail::check(cudaMemsetAsync(r.consumed, 0, sizeof(unsigned long long), stream),
-                  fmt::format("{}: cudaMemsetAsync", op));
+    detail::check(cudaMemsetAsync(r.consumed, 0, sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
     detail::RngRefreshArgs args{r.ring.data(), detail::kRngSlots, static_cast<unsigned>(r.uses.size()),
                                 static_cast<unsigned long long*>(r.values), r.consumed, r.ring.done_word()};
     void* params[] = {&args};
@@ -758,16 +749,16 @@ private:
     kp.kernelParams = params;
     const cudaGraph_t g = graph_->graph;
     std::size_t n = 0;
-    detail::check(cudaGraphGetRootNodes(g, nullptr, &n), fmt::format("{}: cudaGraphGetRootNodes", op));
+    detail::check(cudaGraphGetRootNodes(g, nullptr, &n), "{}: cudaGraphGetRootNodes", op);
     std::vector<cudaGraphNode_t> roots(n);
-    if (n != 0) detail::check(cudaGraphGetRootNodes(g, roots.data(), &n), fmt::format("{}: cudaGraphGetRootNodes", op));
+    if (n != 0) detail::check(cudaGraphGetRootNodes(g, roots.data(), &n), "{}: cudaGraphGetRootNodes", op);
     cudaGraphNode_t head = nullptr;
-    detail::check(cudaGraphAddKernelNode(&head, g, nullptr, 0, &kp), fmt::format("{}: cudaGraphAddKernelNode", op));
+    detail::check(cudaGraphAddKernelNode(&head, g, nullptr, 0, &kp), "{}: cudaGraphAddKernelNode", op);
     for (cudaGraphNode_t root : roots) {
 #if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-      detail::check(cudaGraphAddDependencies(g, &head, &root, nullptr, 1), fmt::format("{}: cudaGraphAddDependencies", op));
+      detail::check(cudaGraphAddDependencies(g, &head, &root, nullptr, 1), "{}: cudaGraphAddDependencies", op);
 #else
-      detail::check(cudaGraphAddDependencies(g, &head, &root, 1), fmt::format("{}: cudaGraphAddDependencies", op));
+      detail::check(cudaGraphAddDependencies(g, &head, &root, 1), "{}: cudaGraphAddDependencies", op);
 #endif
     }
   }

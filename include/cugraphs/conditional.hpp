@@ -149,7 +149,7 @@ private:
     id_ = graph_->open_conditional(kind, flag, width, bodies, initial, op());
   }
 
-  static std::string op() { return fmt::format("ConditionalScope<{}>", detail::name(kind)); }
+  static std::string op() { return detail::format("ConditionalScope<{}>", detail::name(kind)); }
 
   template <class T>
   static const T* checked_flag(const T* flag) {

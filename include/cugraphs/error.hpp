@@ -2,9 +2,9 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/format.hpp>
 
 #include <cuda_runtime_api.h>
-#include <fmt/format.h>
 
 #include <cstdio>
 #include <stdexcept>
@@ -54,10 +54,10 @@ namespace detail {
 // Cause and remedy for a CUDA error. `mode` names the capture mode in force, when known.
 [[nodiscard]] inline std::string error_hint(cudaError_t e, std::string_view mode = {}) {
   const std::string in_mode =
-      mode.empty() ? std::string{} : fmt::format(" (the capture ran in CaptureMode::{})", mode);
+      mode.empty() ? std::string{} : detail::format(" (the capture ran in CaptureMode::{})", mode);
   switch (e) {
     case cudaErrorStreamCaptureUnsupported:
-      return fmt::format(
+      return detail::format(
           " Likely cause: a call that is not allowed while a stream is capturing (an unsafe call "
           "such as cudaMalloc, cudaFree, a synchronous cudaMemcpy/cudaMemset, "
           "cudaStreamSynchronize, cudaDeviceSynchronize or cudaEventQuery){}; CaptureMode::Global "
@@ -67,7 +67,7 @@ namespace detail {
           in_mode);
     case cudaErrorStreamCaptureInvalidated:
       if (mode == "Relaxed")  // unsafe calls are allowed: advising Relaxed would be no help
-        return fmt::format(
+        return detail::format(
             " Likely cause: an earlier call during the capture failed and invalidated it{}. "
             "Relaxed allows unsafe calls such as cudaMalloc, so most often a synchronize or query of "
             "a capturing stream or event (cudaStreamSynchronize, cudaStreamQuery, "
@@ -76,7 +76,7 @@ namespace detail {
             "CUDA result inside the capture), wait for or query the stream only after capture_end, "
             "and launch on the capture stream.",
             in_mode);
-      return fmt::format(
+      return detail::format(
           " Likely cause: an earlier call during the capture failed and invalidated it, most "
           "often an unsafe call (cudaMalloc, a synchronous copy, a synchronize){} or work issued "
           "to the legacy default stream. Remedy: find the failing call (check every CUDA result "
@@ -136,8 +136,8 @@ namespace detail {
 // The message for a failed CUDA call.
 [[nodiscard]] inline std::string cuda_message(cudaError_t e, std::string_view operation,
                                               std::string_view mode = {}) {
-  return fmt::format("cugraphs: {} failed: {} ({}).{}", operation, cudaGetErrorName(e),
-                     cudaGetErrorString(e), error_hint(e, mode));
+  return detail::format("cugraphs: {} failed: {} ({}).{}", operation, cudaGetErrorName(e), cudaGetErrorString(e),
+                error_hint(e, mode));
 }
 
 [[noreturn]] inline void throw_cuda(cudaError_t e, std::string_view operation,
@@ -147,15 +147,23 @@ namespace detail {
 
 // Misuse detected by cugraphs itself: code() is cudaSuccess.
 template <class... Args>
-[[noreturn]] void throw_misuse(std::string_view operation, fmt::format_string<Args...> text,
-                               Args&&... args) {
-  throw Error(fmt::format("cugraphs: {}: {}", operation,
-                          fmt::format(text, std::forward<Args>(args)...)));
+[[noreturn]] void throw_misuse(std::string_view operation, format_string<Args...> text, const Args&... args) {
+  std::string message = detail::format("cugraphs: {}: ", operation);
+  detail::format_to(message, text, args...);
+  throw Error(message);
 }
 
 inline void check(cudaError_t e, std::string_view operation) {
   if (e != cudaSuccess) [[unlikely]]
     throw_cuda(e, operation);
+}
+
+// The same, with the operation's name formatted only on failure: check(e, "{}: cudaMalloc", op).
+template <class... Args>
+  requires(sizeof...(Args) > 0)
+void check(cudaError_t e, format_string<Args...> operation, const Args&... args) {
+  if (e != cudaSuccess) [[unlikely]]
+    throw_cuda(e, detail::format(operation, args...));
 }
 
 // Destructors cannot throw: a failure there is written to stderr, never dropped. Errors
@@ -165,9 +173,21 @@ inline void report_in_destructor(cudaError_t e, std::string_view operation) noex
   if (e == cudaSuccess || e == cudaErrorCudartUnloading || e == cudaErrorContextIsDestroyed)
     return;
   try {
-    fmt::print(stderr, "{} (in a destructor, which cannot throw)\n", cuda_message(e, operation));
+    std::fputs(detail::format("{} (in a destructor, which cannot throw)\n", cuda_message(e, operation)).c_str(), stderr);
   } catch (...) {
     std::fputs("cugraphs: a CUDA call failed in a destructor\n", stderr);
+  }
+}
+
+// The same for a failure cugraphs detected itself: `describe()` gives the cause; it is
+// called inside the guard, so that building the text cannot throw out of the destructor.
+template <class Describe>
+void report_in_destructor(std::string_view operation, Describe&& describe) noexcept {
+  try {
+    std::fputs(detail::format("cugraphs: {}: {} (in a destructor, which cannot throw)\n", operation, describe()).c_str(),
+               stderr);
+  } catch (...) {
+    std::fputs("cugraphs: a check failed in a destructor\n", stderr);
   }
 }
 

@@ -105,7 +105,7 @@ inline constexpr bool accepts_v<std::tuple<P...>, std::tuple<G...>> = (std::is_c
 inline void check_sample_leaf(std::string_view op, std::size_t i, const void* data, std::size_t size, int device) {
   if (size == 0) return;
   if (data == nullptr) throw_misuse(op, "sample leaf {} is a null pointer with {} elements", i, size);
-  check_device_readable(data, device, op, fmt::format("sample leaf {}", i));
+  check_device_readable(data, device, op, detail::format("sample leaf {}", i));
 }
 
 // What a warm-up needs before f runs eagerly on the samples: a sane count, no open capture,

@@ -75,7 +75,7 @@ struct PoolOptions {
 /// A new graph-private pool on `device`, for graphs that should share memory.
 [[nodiscard]] inline PoolHandle graph_pool_handle(int device, const PoolOptions& opts = {}) {
   if (device < 0 || device >= detail::device_count())
-    detail::throw_cuda(cudaErrorInvalidDevice, fmt::format("graph_pool_handle({}): no such device", device));
+    detail::throw_cuda(cudaErrorInvalidDevice, detail::format("graph_pool_handle({}): no such device", device));
   return PoolHandle(std::make_shared<detail::Pool>(device, opts.checked));
 }
 
@@ -154,7 +154,7 @@ public:
       void* p = nullptr;
       if (const cudaError_t e = cudaMallocAsync(&p, bytes(), stream); e != cudaSuccess) {
         (void)cudaGetLastError();  // a failed allocation must not linger as the thread's last error
-        detail::throw_cuda(e, fmt::format("DeviceBuffer: cudaMallocAsync of {} bytes", bytes()));
+        detail::throw_cuda(e, detail::format("DeviceBuffer: cudaMallocAsync of {} bytes", bytes()));
       }
       data_ = static_cast<T*>(p);
     }

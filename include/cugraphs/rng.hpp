@@ -149,9 +149,9 @@ private:
   static auto* generators = new std::deque<Generator>;  // never destroyed; stable addresses
   std::lock_guard lock(m);
   if (device < 0 || device >= detail::device_count())
-    detail::throw_cuda(cudaErrorInvalidDevice, fmt::format("default_generator({}): no such device", device));
+    detail::throw_cuda(cudaErrorInvalidDevice, detail::format("default_generator({}): no such device", device));
   while (generators->size() <= static_cast<std::size_t>(device)) generators->emplace_back();
-  return (*generators)[device];
+  return (*generators)[static_cast<std::size_t>(device)];
 }
 
 /// The default generator of the current device.

@@ -96,9 +96,10 @@ private:
   thread_local std::vector<std::unique_ptr<Stream>> streams;
   if (device < 0 || device >= detail::device_count())
     detail::throw_cuda(cudaErrorInvalidDevice,
-                       fmt::format("capture_stream({}): no such device", device));
-  if (streams.size() <= static_cast<std::size_t>(device)) streams.resize(device + 1);
-  auto& s = streams[device];
+                       detail::format("capture_stream({}): no such device", device));
+  const auto index = static_cast<std::size_t>(device);
+  if (streams.size() <= index) streams.resize(index + 1);
+  auto& s = streams[index];
   if (!s) s = std::make_unique<Stream>(device);
   return s->get();
 }

@@ -209,13 +209,26 @@ template <class... A>
 using expected_grad_values_t = decltype(std::tuple_cat(
     std::declval<std::conditional_t<arg_traits<A>::grad, value_types_t<typename arg_traits<A>::value>, std::tuple<>>>()...));
 
+// Whether a tree holds a reference anywhere: outputs must be held by value.
+template <class T>
+inline constexpr bool holds_reference_v = std::is_reference_v<T>;
+template <class... Ts>
+inline constexpr bool holds_reference_v<std::tuple<Ts...>> = (holds_reference_v<Ts> || ...);
+template <class X, class Y>
+inline constexpr bool holds_reference_v<std::pair<X, Y>> = holds_reference_v<X> || holds_reference_v<Y>;
+template <class T, std::size_t N>
+inline constexpr bool holds_reference_v<std::array<T, N>> = holds_reference_v<T>;
+
 // The forward half: calls the user's forward with the parameters in place and the staged
 // arguments, and returns (outputs, saved) as one pair, the graphed callable's outputs.
 template <class Fwd, class... A>
 struct ForwardFn {
   using Values = std::tuple<typename arg_traits<A>::value...>;
-  using Result = std::invoke_result_t<Fwd&, const typename arg_traits<A>::value&...>;
+  using Result = std::remove_cvref_t<std::invoke_result_t<Fwd&, const typename arg_traits<A>::value&...>>;
   using Parts = forward_parts<Result>;
+  static_assert(!holds_reference_v<typename Parts::outputs> && !holds_reference_v<typename Parts::saved>,
+                "cugraphs: the outputs and saved values of a graphed pair's forward must be held by value "
+                "(DeviceSpans or DeviceBuffers, not references to them: std::tie makes references)");
 
   Fwd fwd;
   Values values;  // the parameters (and the samples, for the other arguments: unused)
@@ -573,8 +586,8 @@ struct PairMaker {
     auto pair_type = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
       return std::apply(
           [&](const auto&... a) {
-            using Fwd = std::tuple_element_t<I, std::tuple<Fs...>>;
-            using Bwd = std::tuple_element_t<I, std::tuple<Bs...>>;
+            using Fwd = std::decay_t<std::tuple_element_t<I, std::tuple<Fs...>>>;
+            using Bwd = std::decay_t<std::tuple_element_t<I, std::tuple<Bs...>>>;
             return std::type_identity<GraphedPair<Fwd, Bwd, std::remove_cvref_t<decltype(a)>...>>{};
           },
           std::get<I>(samples));

@@ -86,24 +86,22 @@ private:
 // nodes is not.
 [[nodiscard]] inline bool graph_allocates(cudaGraph_t graph, const void* p, std::string_view op) {
   std::size_t count = 0;
-  check(cudaGraphGetNodes(graph, nullptr, &count), fmt::format("{}: cudaGraphGetNodes", op));
+  check(cudaGraphGetNodes(graph, nullptr, &count), "{}: cudaGraphGetNodes", op);
   std::vector<cudaGraphNode_t> nodes(count);
   if (count != 0)
-    check(cudaGraphGetNodes(graph, nodes.data(), &count), fmt::format("{}: cudaGraphGetNodes", op));
+    check(cudaGraphGetNodes(graph, nodes.data(), &count), "{}: cudaGraphGetNodes", op);
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   for (std::size_t i = 0; i < count; ++i) {
     cudaGraphNodeType type{};
-    check(cudaGraphNodeGetType(nodes[i], &type), fmt::format("{}: cudaGraphNodeGetType", op));
+    check(cudaGraphNodeGetType(nodes[i], &type), "{}: cudaGraphNodeGetType", op);
     if (type == cudaGraphNodeTypeMemAlloc) {
       cudaMemAllocNodeParams params{};
-      check(cudaGraphMemAllocNodeGetParams(nodes[i], &params),
-            fmt::format("{}: cudaGraphMemAllocNodeGetParams", op));
+      check(cudaGraphMemAllocNodeGetParams(nodes[i], &params), "{}: cudaGraphMemAllocNodeGetParams", op);
       const auto base = reinterpret_cast<std::uintptr_t>(params.dptr);
       if (address >= base && address - base < params.bytesize) return true;
     } else if (type == cudaGraphNodeTypeGraph) {
       cudaGraph_t child = nullptr;
-      check(cudaGraphChildGraphNodeGetGraph(nodes[i], &child),
-            fmt::format("{}: cudaGraphChildGraphNodeGetGraph", op));
+      check(cudaGraphChildGraphNodeGetGraph(nodes[i], &child), "{}: cudaGraphChildGraphNodeGetGraph", op);
       if (graph_allocates(child, p, op)) return true;
     }
   }
@@ -129,7 +127,7 @@ inline void check_device_readable(const void* p, int device, std::string_view op
       e = cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
-      throw_cuda(e, fmt::format("{}: cudaPointerGetAttributes of {}", op, what));
+      throw_cuda(e, detail::format("{}: cudaPointerGetAttributes of {}", op, what));
     }
     if (attr.type != cudaMemoryTypeUnregistered || pageable != 0 || in_graph_memory()) return;
   }
@@ -153,7 +151,7 @@ inline void check_device_readable(const void* p, int device, std::string_view op
   void* p = nullptr;
   if (const cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
     (void)cudaGetLastError();
-    throw_cuda(e, fmt::format("{}: cudaMalloc of {} bytes", what, bytes));
+    throw_cuda(e, detail::format("{}: cudaMalloc of {} bytes", what, bytes));
   }
   return std::shared_ptr<void>(p, [device](void* q) {
     try {

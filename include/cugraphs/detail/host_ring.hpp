@@ -22,7 +22,6 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
-#include <cstdio>
 #include <cstring>
 #include <string>
 #include <string_view>
@@ -38,8 +37,7 @@ public:
   HostRing(unsigned slots, std::size_t slot_words, std::string_view what) : slots_(slots), slot_words_(slot_words) {
     const std::size_t bytes = (slots * slot_words + 1) * sizeof(unsigned long long);
     RelaxedCaptureMode relaxed;
-    check(cudaHostAlloc(reinterpret_cast<void**>(&words_), bytes, cudaHostAllocMapped | cudaHostAllocPortable),
-          fmt::format("{}: cudaHostAlloc", what));
+    check(cudaHostAlloc(reinterpret_cast<void**>(&words_), bytes, cudaHostAllocMapped | cudaHostAllocPortable), "{}: cudaHostAlloc", what);
     std::memset(words_, 0, bytes);
   }
   ~HostRing() {
@@ -82,7 +80,7 @@ public:
     while (static_cast<std::int64_t>(posted_ - done()) >= slots_) {
       if (w.due()) {
         const cudaError_t e = query(stream);
-        if (e != cudaSuccess && e != cudaErrorNotReady) throw_cuda(e, fmt::format("{}: waiting for a free slot", op));
+        if (e != cudaSuccess && e != cudaErrorNotReady) throw_cuda(e, detail::format("{}: waiting for a free slot", op));
         // Only the stream the posts went to can say they are lost; another may be idle
         // while they still run.
         if (w.stalled(e == cudaSuccess && stream == last_stream_)) {
@@ -122,12 +120,7 @@ public:
           return;
         }
         if (w.stalled(e == cudaSuccess)) {
-          try {
-            fmt::print(stderr, "cugraphs: {}: {} (in a destructor, which cannot throw)\n", op,
-                       lost_message(posted_ - done()));
-          } catch (...) {
-            std::fputs("cugraphs: posted launches were never taken by the device\n", stderr);
-          }
+          report_in_destructor(op, [&] { return lost_message(posted_ - done()); });
           forget_posts();
           return;
         }
@@ -169,7 +162,7 @@ private:
   };
 
   [[nodiscard]] static std::string lost_message(std::uint64_t lost) {
-    return fmt::format(
+    return detail::format(
         "{} posted launch{} never taken by the device, although the stream of the last launch "
         "has finished its work, and with it every earlier launch of the executable: a launch "
         "was lost (a tool that runs the program, such as compute-sanitizer, may lose one) or "

@@ -27,7 +27,7 @@ inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* 
     throw_misuse(op, "setting a condition from a device flag launches a kernel, and no translation "
                      "unit of this program compiled by nvcc includes <cugraphs/graph.hpp>; compile "
                      "at least one that does with nvcc");
-  check(launch(handle, flag, width, stream), fmt::format("{}: launching the condition kernel", op));
+  check(launch(handle, flag, width, stream), "{}: launching the condition kernel", op);
 }
 #endif
 
@@ -68,7 +68,7 @@ inline void launch_stage(const StageArgs& args, StagePart part, cudaStream_t str
     throw_misuse(op, "staging inputs launches a kernel, and no translation unit of this program "
                      "compiled by nvcc includes <cugraphs/graph.hpp>; compile at least one that "
                      "does with nvcc");
-  check(launch(args, part, stream), fmt::format("{}: launching a staging kernel", op));
+  check(launch(args, part, stream), "{}: launching a staging kernel", op);
 }
 
 }  // namespace cugraphs::detail

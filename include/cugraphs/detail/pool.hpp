@@ -63,7 +63,7 @@ public:
     // would become a tiny block (or a null one) handed out as a huge buffer.
     if (bytes > std::numeric_limits<std::size_t>::max() - kSegmentGranularity)
       throw_cuda(cudaErrorMemoryAllocation,
-                 fmt::format("graph pool {}: an allocation of {} bytes (no device has that much)", id_, bytes));
+                 detail::format("graph pool {}: an allocation of {} bytes (no device has that much)", id_, bytes));
     const std::size_t size = round_up(bytes == 0 ? 1 : bytes, kBlockAlignment);
     const BlockTag tag{capture, stream};
     std::lock_guard lock(m_);
@@ -177,7 +177,7 @@ private:
     void* p = nullptr;
     if (const cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
       (void)cudaGetLastError();  // an allocation failure must not linger as the thread's last error
-      throw_cuda(e, fmt::format("graph pool {}: cudaMalloc of a {} byte segment", id_, bytes));
+      throw_cuda(e, detail::format("graph pool {}: cudaMalloc of a {} byte segment", id_, bytes));
     }
     blocks_.add_segment(p, bytes);
   }

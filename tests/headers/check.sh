@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# Every public header compiles alone, with consumers' strict warnings as errors, under each
+# host compiler found (g++, clang++) and under nvcc; the device-only header refuses host
+# compilers with its own message.
+# Usage: check.sh INCLUDE_DIR WORK_DIR
+set -uo pipefail
+inc=$1 work=$2
+rm -rf "$work" && mkdir -p "$work"
+nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+cuda_inc=$(dirname "$nvcc_bin")/../include
+warnings=(-Wall -Wextra -Wpedantic -Wconversion -Wshadow -Werror)
+compilers=()
+for c in g++ clang++; do command -v "$c" >/dev/null && compilers+=("$c"); done
+failed=0 checked=0
+headers=$(cd "$inc" && find cugraphs -name '*.hpp' | sort)
+for h in $headers; do
+  name=$(tr '/.' '__' <<<"$h")
+  printf '#include <%s>\n' "$h" >"$work/$name.cpp"
+  cp "$work/$name.cpp" "$work/$name.cu"
+  for c in "${compilers[@]}"; do
+    checked=$((checked + 1))
+    if ! out=$("$c" -std=c++20 -fsyntax-only "${warnings[@]}" -I"$inc" -isystem "$cuda_inc" "$work/$name.cpp" 2>&1); then
+      echo "FAIL: $h alone under $c:"; echo "$out" | head -20; failed=$((failed + 1))
+    fi
+  done
+  checked=$((checked + 1))
+  # nvcc's own generated host code trips -Wpedantic, so that one is left to the host compilers.
+  if ! out=$("$nvcc_bin" -std=c++20 -c -o "$work/$name.o" -I"$inc" -Xcompiler=-Wall,-Wextra,-Wconversion,-Wshadow,-Werror \
+      "$work/$name.cu" 2>&1); then
+    echo "FAIL: $h alone under nvcc:"; echo "$out" | head -20; failed=$((failed + 1))
+  fi
+done
+# The device code header: nvcc only, with a message that says so.
+printf '#include <cugraphs/detail/kernels.cuh>\n' >"$work/kernels.cpp"
+for c in "${compilers[@]}"; do
+  checked=$((checked + 1))
+  if out=$("$c" -std=c++20 -fsyntax-only -I"$inc" -isystem "$cuda_inc" "$work/kernels.cpp" 2>&1) ||
+      ! grep -q "is device code: include it only from sources compiled by nvcc" <<<"$out"; then
+    echo "FAIL: cugraphs/detail/kernels.cuh under $c must fail with its message:"; echo "$out" | head; failed=$((failed + 1))
+  fi
+done
+echo "headers: $checked compilations (${compilers[*]} nvcc), $failed failed"
+((failed == 0))
