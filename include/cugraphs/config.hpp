@@ -2,6 +2,10 @@
 // relies on. Every toolkit-version test in the library goes through CUGRAPHS_CTK_AT_LEAST.
 #pragma once
 
+#if (defined(_MSVC_LANG) ? _MSVC_LANG : __cplusplus) < 202002L
+#  error "cugraphs needs C++20: compile with -std=c++20 (nvcc and host compilers alike; CMake: CXX_STANDARD 20 and CUDA_STANDARD 20, or -std=c++20 for CUDA where CMake does not know the nvcc version)"
+#endif
+
 #include <cuda_runtime_api.h>
 
 #define CUGRAPHS_VERSION_MAJOR 0

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Installs cugraphs (meson install) into a fresh prefix, then builds and runs two consumers
+# against the installed tree: one through pkg-config (host code by g++ with strict
+# warnings, kernels by nvcc) and one through CMake's find_package(cugraphs CONFIG).
+# Neither needs fmt. Usage: check.sh SOURCE_ROOT WORK_DIR
+set -euo pipefail
+src=$1 work=$2
+rm -rf "$work" && mkdir -p "$work"
+prefix=$work/prefix
+nvcc_bin=$(command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+export PATH=$(dirname "$nvcc_bin"):$PATH
+meson setup "$work/build" "$src" -Dprefix="$prefix" -Dtests=disabled -Dexamples=disabled -Dbenchmarks=disabled \
+  >"$work/setup.log" 2>&1 || { cat "$work/setup.log"; exit 1; }
+meson install -C "$work/build" >"$work/install.log" 2>&1 || { cat "$work/install.log"; exit 1; }
+pc_dir=$(dirname "$(find "$prefix" -name cugraphs.pc | head -1)")
+cmake_dir=$(dirname "$(find "$prefix" -name cugraphsConfig.cmake | head -1)")
+[[ -f $prefix/include/cugraphs/graph.hpp && -n $pc_dir && -n $cmake_dir ]] || { echo "install is incomplete"; exit 1; }
+
+echo "== pkg-config consumer"
+cflags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags cugraphs)
+libs=$(PKG_CONFIG_PATH=$pc_dir pkg-config --libs cugraphs)
+cuda_lib=$(dirname "$nvcc_bin")/../lib64
+mkdir -p "$work/pc"
+# shellcheck disable=SC2086
+g++ -std=c++20 -Wall -Wextra -Wpedantic -Wconversion -Wshadow -Werror $cflags -isystem "$(dirname "$nvcc_bin")/../include" \
+  -c "$src/tests/consumers/common/main.cpp" -o "$work/pc/main.o"
+# shellcheck disable=SC2086
+nvcc -std=c++20 -arch=sm_90 $cflags -c "$src/tests/consumers/common/kernels.cu" -o "$work/pc/kernels.o"
+# shellcheck disable=SC2086
+nvcc "$work/pc/main.o" "$work/pc/kernels.o" -L"$cuda_lib" $libs -o "$work/pc/consumer"
+"$work/pc/consumer"
+
+echo "== CMake consumer"
+if ! command -v cmake >/dev/null; then echo "cmake not found"; exit 1; fi
+cmake -S "$src/tests/consumers/cmake" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$prefix" \
+  -DCMAKE_CUDA_COMPILER="$nvcc_bin" >"$work/cmake-configure.log" 2>&1 || { cat "$work/cmake-configure.log"; exit 1; }
+cmake --build "$work/cmake" >"$work/cmake-build.log" 2>&1 || { cat "$work/cmake-build.log"; exit 1; }
+"$work/cmake/consumer"
