@@ -254,11 +254,11 @@ public:
                                "make the pool's device current, or use a pool of this device",
                            opts.pool->id(), opts.pool->device(), device);
     if (opts.stream == cudaStreamLegacy)
-      throw Error(cudaErrorStreamCaptureImplicit,
+      detail::raise(Error(cudaErrorStreamCaptureImplicit,
                   detail::format("cugraphs: {}: the legacy default stream cannot capture. Remedy: leave "
                               "CaptureOptions::stream null to capture on capture_stream(), or pass "
                               "a Stream you created",
-                              op));
+                              op)));
     const cudaStream_t stream = opts.stream != nullptr ? opts.stream : capture_stream(device);
     if (cugraphs::is_capturing(stream))
       detail::throw_misuse(op, "the stream is already capturing (captures cannot nest on one "
@@ -324,16 +324,16 @@ public:
     }
     graph_ = std::make_shared<detail::NativeGraph>(g);
     upload_stream_ = stream;
-    try {
+    CUGRAPHS_TRY {
       if (pool_->checked()) {
         pool_->register_graph(capture_id);
         checked_capture_ = capture_id;
       }
       if (rng) attach_rng(*rng, stream);
-    } catch (...) {
+    } CUGRAPHS_CATCH_ALL {
       graph_.reset();
       release_pool();  // forgets the graph in a checked pool too
-      throw;
+      CUGRAPHS_RETHROW;
     }
     if (rng) rng_ = std::move(rng);
     detail::LastCapture::instance().set(graph_);
@@ -383,7 +383,7 @@ public:
       const cudaError_t e = cudaGraphInstantiateWithParams(&exec, graph_->graph, &params);
       if (e != cudaSuccess || params.result_out != cudaGraphInstantiateSuccess) {
         (void)cudaGetLastError();
-        throw Error(e != cudaSuccess ? e : cudaErrorInvalidValue, detail::instantiate_failure(e, params));
+        detail::raise(Error(e != cudaSuccess ? e : cudaErrorInvalidValue, detail::instantiate_failure(e, params)));
       }
     }
     if (const cudaError_t s = cudaStreamSynchronize(upload_stream_); s != cudaSuccess) {
@@ -563,7 +563,7 @@ public:
     frame.stream = detail::body_stream(device_, depth);
     frame.previous_current = detail::tls_current_stream;
     frame.refresh = kind == detail::ConditionalKind::While ? flag : nullptr;
-    try {
+    CUGRAPHS_TRY {
       auto info = detail::capture_info(parent, op);
       if (info.status != cudaStreamCaptureStatusActive)
         detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op, detail::name(mode_));
@@ -584,9 +584,9 @@ public:
       frame.bodies = params.conditional.phGraph_out;
       frames.push_back(std::move(frame));
       if (kind != detail::ConditionalKind::Switch) begin_body(frames.back(), 0, op);
-    } catch (...) {
+    } CUGRAPHS_CATCH_ALL {
       capture_abort();  // a half-built node cannot be finished: the capture is discarded
-      throw;
+      CUGRAPHS_RETHROW;
     }
     return frames.back().id;
   }
@@ -598,12 +598,12 @@ public:
     if (index >= f.body_count)
       detail::throw_misuse(op, "body {} is out of range: this node has {}", index, f.body_count);
     if (f.captured[index]) detail::throw_misuse(op, "body {} was already captured", index);
-    try {
+    CUGRAPHS_TRY {
       if (f.active >= 0) end_body(f, op);
       begin_body(f, index, op);
-    } catch (...) {
+    } CUGRAPHS_CATCH_ALL {
       capture_abort();
-      throw;
+      CUGRAPHS_RETHROW;
     }
   }
 
@@ -611,11 +611,11 @@ public:
   void close_conditional(std::uint64_t id, std::string_view op) {
     auto& f = innermost_conditional(op);
     if (f.id != id) out_of_order(op);
-    try {
+    CUGRAPHS_TRY {
       if (f.active >= 0) end_body(f, op);
-    } catch (...) {
+    } CUGRAPHS_CATCH_ALL {
       capture_abort();
-      throw;
+      CUGRAPHS_RETHROW;
     }
     detail::tls_current_stream = f.previous_current;
     capture_->conditionals.pop_back();

@@ -8,6 +8,33 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdlib>
+
+/// 1 when cugraphs reports failures by throwing cugraphs::Error (the default), 0 in builds
+/// without exceptions (-fno-exceptions), where failures go to the error handler
+/// (set_error_handler, error.hpp). Define it to 0 or 1 to choose; every translation unit of
+/// a program must agree.
+#if !defined(CUGRAPHS_EXCEPTIONS)
+#  if defined(__cpp_exceptions) || defined(__EXCEPTIONS) || defined(_CPPUNWIND)
+#    define CUGRAPHS_EXCEPTIONS 1
+#  else
+#    define CUGRAPHS_EXCEPTIONS 0
+#  endif
+#endif
+
+// Cleanup on the way out of a failure: a try block and its catch-all when exceptions are on;
+// without them the block simply runs (a failure inside it never returns) and the handler
+// part is never taken.
+#if CUGRAPHS_EXCEPTIONS
+#  define CUGRAPHS_TRY try
+#  define CUGRAPHS_CATCH_ALL catch (...)
+#  define CUGRAPHS_RETHROW throw
+#else
+#  define CUGRAPHS_TRY if (true)
+#  define CUGRAPHS_CATCH_ALL else
+#  define CUGRAPHS_RETHROW ::std::abort()
+#endif
+
 #define CUGRAPHS_VERSION_MAJOR 0
 #define CUGRAPHS_VERSION_MINOR 1
 #define CUGRAPHS_VERSION_PATCH 0

@@ -6,7 +6,9 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -29,6 +31,55 @@ public:
 private:
   cudaError_t code_;
 };
+
+/// Where failures go in builds without exceptions (CUGRAPHS_EXCEPTIONS == 0): the handler
+/// gets the Error that would have been thrown, and must not return (if it does, cugraphs
+/// calls std::abort). The default prints the message to stderr and aborts.
+using ErrorHandler = void (*)(const Error&) noexcept;
+
+namespace detail {
+
+inline void default_error_handler(const Error& e) noexcept {
+  std::fputs(e.what(), stderr);
+  std::fputs("\ncugraphs: aborting (built without exceptions)\n", stderr);
+  std::fflush(stderr);
+}
+
+inline std::atomic<ErrorHandler> error_handler{&default_error_handler};
+
+// Reports `e`: throws it, or, without exceptions, hands it to the handler and aborts.
+[[noreturn]] inline void raise(Error e) {
+#if CUGRAPHS_EXCEPTIONS
+  throw e;
+#else
+  error_handler.load(std::memory_order_acquire)(e);
+  std::abort();
+#endif
+}
+
+// The CUDA error of the exception being handled (inside a catch-all), for reports.
+[[nodiscard]] inline cudaError_t caught_code() noexcept {
+#if CUGRAPHS_EXCEPTIONS
+  try {
+    throw;
+  } catch (const Error& e) {
+    return e.code();
+  } catch (...) {
+    return cudaErrorUnknown;
+  }
+#else
+  return cudaErrorUnknown;
+#endif
+}
+
+}  // namespace detail
+
+/// Sets the handler for failures in builds without exceptions and returns the previous
+/// one; nullptr restores the default. Has no effect on builds with exceptions.
+inline ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
+  return detail::error_handler.exchange(handler != nullptr ? handler : &detail::default_error_handler,
+                                        std::memory_order_acq_rel);
+}
 
 namespace detail {
 
@@ -142,7 +193,7 @@ namespace detail {
 
 [[noreturn]] inline void throw_cuda(cudaError_t e, std::string_view operation,
                                     std::string_view mode = {}) {
-  throw Error(e, cuda_message(e, operation, mode));
+  raise(Error(e, cuda_message(e, operation, mode)));
 }
 
 // Misuse detected by cugraphs itself: code() is cudaSuccess.
@@ -150,7 +201,7 @@ template <class... Args>
 [[noreturn]] void throw_misuse(std::string_view operation, format_string<Args...> text, const Args&... args) {
   std::string message = detail::format("cugraphs: {}: ", operation);
   detail::format_to(message, text, args...);
-  throw Error(message);
+  raise(Error(message));
 }
 
 inline void check(cudaError_t e, std::string_view operation) {
@@ -172,9 +223,9 @@ void check(cudaError_t e, format_string<Args...> operation, const Args&... args)
 inline void report_in_destructor(cudaError_t e, std::string_view operation) noexcept {
   if (e == cudaSuccess || e == cudaErrorCudartUnloading || e == cudaErrorContextIsDestroyed)
     return;
-  try {
+  CUGRAPHS_TRY {
     std::fputs(detail::format("{} (in a destructor, which cannot throw)\n", cuda_message(e, operation)).c_str(), stderr);
-  } catch (...) {
+  } CUGRAPHS_CATCH_ALL {
     std::fputs("cugraphs: a CUDA call failed in a destructor\n", stderr);
   }
 }
@@ -183,10 +234,10 @@ inline void report_in_destructor(cudaError_t e, std::string_view operation) noex
 // called inside the guard, so that building the text cannot throw out of the destructor.
 template <class Describe>
 void report_in_destructor(std::string_view operation, Describe&& describe) noexcept {
-  try {
+  CUGRAPHS_TRY {
     std::fputs(detail::format("cugraphs: {}: {} (in a destructor, which cannot throw)\n", operation, describe()).c_str(),
                stderr);
-  } catch (...) {
+  } CUGRAPHS_CATCH_ALL {
     std::fputs("cugraphs: a check failed in a destructor\n", stderr);
   }
 }

@@ -240,9 +240,9 @@ private:
       cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
       const cudaError_t queried = cudaStreamIsCapturing(stream_, &st);
       if (queried == cudaSuccess && st != cudaStreamCaptureStatusNone) {
-        try {
+        CUGRAPHS_TRY {
           detail::DeferredFrees::instance().add(data_, stream_);
-        } catch (...) {
+        } CUGRAPHS_CATCH_ALL {
           detail::report_in_destructor(cudaErrorMemoryAllocation, "DeviceBuffer: deferring a free");
         }
       } else {

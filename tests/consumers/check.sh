@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Installs cugraphs (meson install) into a fresh prefix, then builds and runs two consumers
 # against the installed tree: one through pkg-config (host code by g++ with strict
-# warnings, kernels by nvcc) and one through CMake's find_package(cugraphs CONFIG).
-# Neither needs fmt. Usage: check.sh SOURCE_ROOT WORK_DIR
+# warnings, kernels by nvcc), one through CMake's find_package(cugraphs CONFIG), and one
+# built with -fno-exceptions whose failures go to the error handler. None needs fmt. Usage: check.sh SOURCE_ROOT WORK_DIR
 set -euo pipefail
 src=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
@@ -36,3 +36,25 @@ cmake -S "$src/tests/consumers/cmake" -B "$work/cmake" -DCMAKE_PREFIX_PATH="$pre
   -DCMAKE_CUDA_COMPILER="$nvcc_bin" >"$work/cmake-configure.log" 2>&1 || { cat "$work/cmake-configure.log"; exit 1; }
 cmake --build "$work/cmake" >"$work/cmake-build.log" 2>&1 || { cat "$work/cmake-build.log"; exit 1; }
 "$work/cmake/consumer"
+
+echo "== no-exceptions consumer"
+mkdir -p "$work/noexc"
+# shellcheck disable=SC2086
+g++ -std=c++20 -fno-exceptions -Wall -Wextra -Wpedantic -Wconversion -Wshadow -Werror $cflags \
+  -isystem "$(dirname "$nvcc_bin")/../include" -c "$src/tests/consumers/noexcept/main.cpp" -o "$work/noexc/main.o"
+# shellcheck disable=SC2086
+nvcc -std=c++20 -arch=sm_90 -Xcompiler=-fno-exceptions $cflags -c "$src/tests/consumers/common/kernels.cu" \
+  -o "$work/noexc/kernels.o"
+# shellcheck disable=SC2086
+nvcc "$work/noexc/main.o" "$work/noexc/kernels.o" -L"$cuda_lib" $libs -o "$work/noexc/consumer"
+set +e
+out=$("$work/noexc/consumer" handler 2>&1); status=$?
+echo "$out"
+[[ $status -eq 3 && $out == *"handler got (code 0): cugraphs: Graph::replay: nothing has been captured"* ]] ||
+  { echo "FAIL: the handler did not get the misuse (exit $status)"; exit 1; }
+out=$("$work/noexc/consumer" default 2>&1); status=$?
+echo "$out"
+[[ $status -eq 134 && $out == *"cugraphs: Graph::replay: nothing has been captured"* &&
+   $out == *"aborting (built without exceptions)"* ]] ||
+  { echo "FAIL: the default handler did not print and abort (exit $status)"; exit 1; }
+echo "no-exceptions consumer: ok (the handler got the Error; the default printed it and aborted)"

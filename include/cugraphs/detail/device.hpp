@@ -154,14 +154,12 @@ inline void check_device_readable(const void* p, int device, std::string_view op
     throw_cuda(e, detail::format("{}: cudaMalloc of {} bytes", what, bytes));
   }
   return std::shared_ptr<void>(p, [device](void* q) {
-    try {
+    CUGRAPHS_TRY {
       DeviceGuard on(device);
       RelaxedCaptureMode relaxed_free;
       report_in_destructor(cudaFree(q), "cudaFree (library state)");
-    } catch (const Error& e) {
-      report_in_destructor(e.code(), "freeing library state");
-    } catch (...) {  // a deleter must not throw (formatting the message could)
-      report_in_destructor(cudaErrorUnknown, "freeing library state");
+    } CUGRAPHS_CATCH_ALL {  // a deleter must not throw (formatting the message could)
+      report_in_destructor(caught_code(), "freeing library state");
     }
   });
 }

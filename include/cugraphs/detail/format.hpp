@@ -33,6 +33,10 @@ namespace cugraphs::detail {
   return n;
 }
 
+// Not constexpr: reached while checking a format string, it makes the check fail to
+// compile, and the compiler's message names it.
+inline void the_message_placeholders_do_not_match_its_arguments() noexcept {}
+
 // A format string whose placeholders match `Args`, checked where it is written.
 template <class... Args>
 struct FormatString {
@@ -41,7 +45,7 @@ struct FormatString {
     requires std::convertible_to<const S&, std::string_view>
   consteval FormatString(const S& s) : text(s) {  // NOLINT: implicit, as fmt's format_string
     if (count_placeholders(text) != static_cast<int>(sizeof...(Args)))
-      throw "cugraphs: a message's {} placeholders do not match its arguments";  // a compile error
+      the_message_placeholders_do_not_match_its_arguments();  // a compile error
   }
 };
 template <class... Args>

@@ -32,12 +32,12 @@ public:
     // Every block is back (buffers and graphs hold the pool alive), so all segments go.
     const auto bases = blocks_.segment_bases();
     if (bases.empty()) return;
-    try {
+    CUGRAPHS_TRY {
       DeviceGuard on(device_);
       RelaxedCaptureMode relaxed;
       for (void* p : bases) report_in_destructor(cudaFree(p), "cudaFree (releasing a pool segment)");
-    } catch (const Error& e) {
-      report_in_destructor(e.code(), "releasing a graph pool");
+    } CUGRAPHS_CATCH_ALL {
+      report_in_destructor(caught_code(), "releasing a graph pool");
     }
   }
 
@@ -74,11 +74,11 @@ public:
     }
     if (checks_ && b != nullptr) {
       b->serial = ++serial_;
-      try {
+      CUGRAPHS_TRY {
         checks_->allocated(capture, b->addr, b->size, b->serial);
-      } catch (...) {
+      } CUGRAPHS_CATCH_ALL {
         blocks_.free(b, open_);
-        throw;
+        CUGRAPHS_RETHROW;
       }
     }
     return b;
@@ -100,9 +100,9 @@ public:
     std::erase(open_, capture);
     blocks_.coalesce(open_);
     if (checks_) {
-      try {
+      CUGRAPHS_TRY {
         checks_->end_capture(capture, produced_graph);
-      } catch (...) {
+      } CUGRAPHS_CATCH_ALL {
         report_in_destructor(cudaErrorMemoryAllocation, "checked pool: recording a capture");
       }
     }
