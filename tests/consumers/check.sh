@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs cugraphs (meson install) into a fresh prefix, then builds and runs two consumers
 # against the installed tree: one through pkg-config (host code by g++ with strict
-# warnings, kernels by nvcc), one through CMake's find_package(cugraphs CONFIG), and one
-# built with -fno-exceptions whose failures go to the error handler. None needs fmt. Usage: check.sh SOURCE_ROOT WORK_DIR
+# warnings, kernels by nvcc), one through CMake's find_package(cugraphs CONFIG), one built
+# with -fno-exceptions whose failures go to the error handler, and examples/engine through
+# its own CMakeLists.txt. None needs fmt. Usage: check.sh SOURCE_ROOT WORK_DIR
 set -euo pipefail
 src=$1 work=$2
 rm -rf "$work" && mkdir -p "$work"
@@ -58,3 +59,14 @@ echo "$out"
    $out == *"aborting (built without exceptions)"* ]] ||
   { echo "FAIL: the default handler did not print and abort (exit $status)"; exit 1; }
 echo "no-exceptions consumer: ok (the handler got the Error; the default printed it and aborted)"
+
+echo "== examples/engine (CMake, host code without exceptions)"
+cmake -S "$src/examples/engine" -B "$work/engine" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_CUDA_COMPILER="$nvcc_bin" \
+  -DCMAKE_CXX_FLAGS=-Werror >"$work/engine-configure.log" 2>&1 || { cat "$work/engine-configure.log"; exit 1; }
+grep -q "cugraphs_DIR" "$work/engine/CMakeCache.txt" && ! grep -q "cugraphs_DIR:PATH=cugraphs_DIR-NOTFOUND" "$work/engine/CMakeCache.txt" ||
+  { echo "FAIL: the engine did not find the installed cugraphs"; exit 1; }
+cmake --build "$work/engine" >"$work/engine-build.log" 2>&1 || { cat "$work/engine-build.log"; exit 1; }
+out=$("$work/engine/engine" 2>&1); status=$?
+echo "$out"
+[[ ($status -eq 0 && $out == *"engine: ok"*) || ($status -eq 1 && $out == *"no CUDA device found"*) ]] ||
+  { echo "FAIL: the engine example (exit $status)"; exit 1; }
