@@ -4,7 +4,9 @@
 
 #include <cugraphs/graph.hpp>
 
+#include <string>
 #include <utility>
+#include <vector>
 
 using cugraphs_test::contains;
 using cugraphs_test::expect_error;
@@ -107,4 +109,30 @@ TEST_CASE("Capture modes map onto CUDA's", "[graph]") {
 TEST_CASE("export_dot before any capture is an Error", "[graph]") {
   const auto e = expect_error([] { cugraphs::export_dot("never.dot"); });
   CHECK(contains(e.what(), "no capture has completed"));
+}
+
+TEST_CASE("GraphCache: a key's bucket is the smallest not below it; past the largest there is none", "[cache]") {
+  const std::vector<int> buckets{1, 2, 4, 8, 16};
+  CHECK(cugraphs::detail::bucket_index(buckets, 0) == 0u);
+  CHECK(cugraphs::detail::bucket_index(buckets, 1) == 0u);
+  CHECK(cugraphs::detail::bucket_index(buckets, 3) == 2u);
+  CHECK(cugraphs::detail::bucket_index(buckets, 8) == 3u);
+  CHECK(cugraphs::detail::bucket_index(buckets, 9) == 4u);
+  CHECK_FALSE(cugraphs::detail::bucket_index(buckets, 17).has_value());
+  const std::vector<double> widths{0.5, 1.5};
+  CHECK(cugraphs::detail::bucket_index(widths, 1.0) == 1u);
+  CHECK(cugraphs::detail::key_text(17) == "17");
+  CHECK(cugraphs::detail::key_text(std::string("x")) == "this key");
+}
+
+TEST_CASE("Graph::update and set_kernel_args on an empty graph are Errors", "[update]") {
+  cugraphs::Graph empty, other;
+  auto e = cugraphs_test::expect_error([&] { (void)empty.update(std::move(other)); });
+  CHECK(e.code() == cudaSuccess);
+  CHECK(cugraphs_test::contains(e.what(), "Graph::update: nothing has been captured into this graph"));
+  cugraphs::KernelNode<float*, int> node;
+  e = cugraphs_test::expect_error([&] { empty.set_kernel_args(node, nullptr, 3); });
+  CHECK(cugraphs_test::contains(e.what(), "Graph::set_kernel_args: nothing has been captured"));
+  CHECK(node.index() == 0u);
+  CHECK(node.native() == nullptr);
 }

@@ -9,10 +9,12 @@
 #include <cugraphs/flatten.hpp>
 #include <cugraphs/memory.hpp>
 #include <cugraphs/stream.hpp>
+#include <cugraphs/update.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <concepts>
 #include <cstdint>
 #include <exception>
 #include <memory>
@@ -20,6 +22,8 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -36,6 +40,9 @@ struct CaptureOptions {
   std::optional<PoolHandle> pool;  ///< none: a fresh private pool
   CaptureMode mode = CaptureMode::Global;
   cudaStream_t stream = nullptr;  ///< nullptr: capture_stream(current device)
+  /// false: capture_end leaves the graph captured but not instantiated, for instantiate()
+  /// later or for Graph::update, which applies it to another graph's executable.
+  bool instantiate = true;
 };
 
 namespace detail {
@@ -158,7 +165,6 @@ enum class ConditionalKind { If, While, IfElse, Switch };
   }
 }
 
-#if CUGRAPHS_HAS_CONDITIONAL_NODES
 // What a capturing stream will attach its next node to.
 struct CaptureInfo {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -178,6 +184,7 @@ struct CaptureInfo {
   return i;
 }
 
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
 // Adds a node after the stream's current dependencies and makes it the only one.
 inline void add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGraphNodeParams& params,
                                 std::string_view op) {
@@ -219,8 +226,11 @@ inline void check_input_leaf(std::size_t i, const void* data, std::size_t size, 
 
 }  // namespace detail
 
+class CaptureScope;
+
 /// A captured CUDA graph and its executable. RAII and move-only: destroying it resets it.
-/// A Graph captures once; reset() empties it for another capture.
+/// A Graph captures once; reset() empties it for another capture, and update() applies a
+/// new capture to its executable.
 class Graph {
 public:
   Graph() noexcept = default;
@@ -280,6 +290,7 @@ public:
     ctx->id = detail::next_capture_id();
     ctx->stream = stream;
     ctx->mode = detail::to_cuda(opts.mode);
+    ctx->instantiate = opts.instantiate;
     pool->begin_capture(ctx->id);
     if (const cudaError_t e = cudaStreamBeginCapture(stream, ctx->mode); e != cudaSuccess) {
       pool->end_capture(ctx->id);
@@ -296,7 +307,7 @@ public:
   }
 
   /// Ends the capture, instantiates the graph and uploads it: the one-time costs are paid
-  /// here, not on the first replay. On failure (an invalidated capture, unjoined work) the
+  /// here, not on the first replay (unless CaptureOptions::instantiate was false). On failure (an invalidated capture, unjoined work) the
   /// graph is left empty and reusable, and the Error says why.
   void capture_end() {
     constexpr std::string_view op = "Graph::capture_end";
@@ -312,6 +323,7 @@ public:
     const cudaError_t e = cudaStreamEndCapture(capture_->stream, &g);
     const cudaStream_t stream = capture_->stream;
     const std::uint64_t capture_id = capture_->id;
+    const bool instantiate_now = capture_->instantiate;
     std::unique_ptr<detail::GraphRng> rng = std::move(capture_->rng);
     if (rng) rng->end_capture();
     close_capture(e == cudaSuccess && g != nullptr);
@@ -336,8 +348,9 @@ public:
       CUGRAPHS_RETHROW;
     }
     if (rng) rng_ = std::move(rng);
+    current_capture_ = capture_id;
     detail::LastCapture::instance().set(graph_);
-    instantiate();
+    if (instantiate_now) instantiate();
   }
 
   /// Ends an open capture and discards it: the stream stops capturing and the graph is
@@ -391,6 +404,7 @@ public:
       detail::throw_cuda(s, detail::format("{}: waiting for the upload (cudaStreamSynchronize)", op));
     }
     exec_ = exec;
+    instantiated_capture_ = current_capture_;  // graph_'s nodes name the executable's
   }
 
   /// Launches the executable on this thread's current_stream().
@@ -437,6 +451,87 @@ public:
   template <class Statics, class Inputs>
   void stage_and_launch(const Statics& static_inputs, const Inputs& inputs) {
     stage_and_launch(static_inputs, inputs, current_stream());
+  }
+
+  /// Applies the capture `source` holds to this graph's executable (cudaGraphExecUpdate).
+  /// Where the two captures have the same topology the executable is updated in place, for
+  /// a fraction of an instantiation's cost, and keeps its handle; launches already queued
+  /// run the old parameters. Otherwise the result says why (the failure, and the blocking
+  /// node's type and index) and this graph is unchanged, unless
+  /// opts.reinstantiate_on_failure, which instantiates the capture instead. Once applied,
+  /// this graph runs source's capture with its pool share and random-number state, and
+  /// `source` is left empty and reusable. Capture `source` with CaptureOptions::instantiate
+  /// = false to skip its own instantiation.
+  [[nodiscard]] UpdateResult update(Graph&& source, const UpdateOptions& opts = {}) {
+    constexpr std::string_view op = "Graph::update";
+    if (&source == this) detail::throw_misuse(op, "a graph cannot be updated from itself");
+    if (exec_ == nullptr) not_replayable(op);
+    if (source.capture_) detail::throw_misuse(op, "the source graph is still capturing; end its capture first");
+    if (!source.graph_)
+      detail::throw_misuse(op, "the source graph holds no capture{}", source.moved_from_ ? " (it was moved from)" : "");
+    if (source.device_ != device_)
+      detail::throw_misuse(op, "the source graph was captured on device {}, but this graph runs on device {}",
+                           source.device_, device_);
+    detail::DeviceGuard on(device_);
+    detail::RelaxedCaptureMode relaxed;  // an enclosing capture on this thread must go on
+    cudaGraphExecUpdateResultInfo info{};
+    cudaError_t e = cudaSuccess;
+    {
+      std::lock_guard lock(source.graph_->m);  // export_dot may be reading it on another thread
+      e = cudaGraphExecUpdate(exec_, source.graph_->graph, &info);
+    }
+    UpdateResult result;
+    if (e == cudaSuccess) {
+      adopt(source, false);
+      result.updated = true;
+      return result;
+    }
+    (void)cudaGetLastError();
+    if (e != cudaErrorGraphExecUpdateFailure) detail::throw_cuda(e, "Graph::update (cudaGraphExecUpdate)");
+    describe_update_failure(result, info, source.graph_->graph);
+    if (opts.reinstantiate_on_failure) {
+      source.instantiate();  // on failure this graph is left as it was
+      adopt(source, true);
+      result.reinstantiated = true;
+    }
+    return result;
+  }
+
+  /// Captures `fn` as this graph's own capture was made (its pool, mode and device), without
+  /// instantiating it, and applies it with update(Graph&&, opts). `fn` takes the
+  /// CaptureScope (to open conditional scopes) or the capture stream.
+  template <class F>
+    requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
+  [[nodiscard]] UpdateResult update(F&& fn, const UpdateOptions& opts = {});
+
+  /// Changes the arguments of one kernel node in the executable
+  /// (cudaGraphExecKernelNodeSetParams), without a new capture: later launches run the
+  /// node's kernel with `args`, launches already queued the old ones. `node` comes from
+  /// captured_kernel_node() in this graph's capture; arguments convert to the kernel's
+  /// parameter types, checked at compile time. The captured graph itself (debug_dump) keeps
+  /// the captured arguments.
+  template <class... P, class... A>
+  void set_kernel_args(const KernelNode<P...>& node, const A&... args) {
+    static_assert(sizeof...(A) == sizeof...(P),
+                  "cugraphs: Graph::set_kernel_args takes one argument per parameter of the node's kernel");
+    static_assert((std::is_convertible_v<const A&, std::remove_cvref_t<P>> && ...),
+                  "cugraphs: Graph::set_kernel_args: every argument must convert to its kernel parameter's type");
+    constexpr std::string_view op = "Graph::set_kernel_args";
+    if (exec_ == nullptr) [[unlikely]]
+      not_replayable(op);
+    const cudaGraphNode_t target = exec_node(node.capture_, node.index_, node.node_, op);
+    std::tuple<std::remove_cvref_t<P>...> values(static_cast<std::remove_cvref_t<P>>(args)...);
+    std::apply(
+        [&](auto&... value) {
+          void* params[sizeof...(P) + 1] = {static_cast<void*>(std::addressof(value))..., nullptr};
+          cudaKernelNodeParams p = node.launch_;
+          p.kernelParams = params;
+          if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess) [[unlikely]] {
+            (void)cudaGetLastError();
+            detail::throw_cuda(e, "Graph::set_kernel_args (cudaGraphExecKernelNodeSetParams)");
+          }
+        },
+        values);
   }
 
   /// Destroys the executable and the graph and lets go of the pool (whose memory returns
@@ -656,8 +751,8 @@ private:
     if (capture_)
       detail::throw_misuse(op, "the graph is still capturing; call capture_end() first");
     if (graph_)
-      detail::throw_misuse(op, "the graph was captured but is not instantiated (instantiation "
-                               "failed); call instantiate() or reset()");
+      detail::throw_misuse(op, "the graph was captured but is not instantiated (CaptureOptions::instantiate "
+                               "was false, or instantiation failed); call instantiate() or reset()");
     detail::throw_misuse(op, "nothing has been captured into this graph; capture it first "
                              "(capture_begin/capture_end, CaptureScope or capture())");
   }
@@ -720,6 +815,73 @@ private:
     }
   }
 #endif
+
+  // This graph takes over `source`'s capture (after an update in place, or with source's
+  // executable when `instantiated`), its pool share and random-number state; `source` is
+  // left empty.
+  void adopt(Graph& source, bool instantiated) noexcept {
+    rng_.reset();  // waits until launches in flight have taken their slots of the old state
+    rng_ = std::move(source.rng_);
+    if (instantiated) {
+      detail::report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");  // freed once idle
+      exec_ = std::exchange(source.exec_, nullptr);
+      instantiated_capture_ = source.instantiated_capture_;
+      identity_.reset();
+      identity_nodes_.clear();
+    } else {
+      if (source.exec_ != nullptr)
+        detail::report_in_destructor(cudaGraphExecDestroy(std::exchange(source.exec_, nullptr)), "cudaGraphExecDestroy");
+      if (!identity_) identity_ = graph_;  // its nodes still name the executable's
+    }
+    graph_ = std::move(source.graph_);
+    current_capture_ = std::exchange(source.current_capture_, 0);
+    source.instantiated_capture_ = 0;
+    source.identity_.reset();
+    source.identity_nodes_.clear();
+    release_pool();  // and this graph's record in a checked pool
+    pool_ = std::move(source.pool_);
+    checked_capture_ = std::exchange(source.checked_capture_, 0);
+    upload_stream_ = source.upload_stream_;
+    mode_ = source.mode_;
+  }
+
+  static void describe_update_failure(UpdateResult& r, const cudaGraphExecUpdateResultInfo& info, cudaGraph_t next) {
+    constexpr std::string_view op = "Graph::update";
+    r.failure = detail::to_failure(info.result);
+    std::string node = "; CUDA names no node";
+    if (info.errorNode != nullptr) {
+      cudaGraphNodeType t{};
+      if (cudaGraphNodeGetType(info.errorNode, &t) == cudaSuccess) r.node_type = t;
+      r.node_index = detail::node_index(next, info.errorNode, op);
+      node = detail::format("; the blocking node is a {} node", r.node_type ? detail::node_type_name(*r.node_type) : "unknown");
+      if (r.node_index) detail::format_to(node, ", node {} of the new capture", *r.node_index);
+    }
+    r.message = detail::format("cugraphs: {}: the executable cannot take the new capture in place: {}{}", op,
+                               detail::describe(r.failure), node);
+  }
+
+  // The node of the graph exec_ was instantiated from that a KernelNode taken in capture
+  // `capture` (at `index`, as `node`) stands for.
+  cudaGraphNode_t exec_node(std::uint64_t capture, std::size_t index, cudaGraphNode_t node, std::string_view op) {
+    if (capture == instantiated_capture_) [[likely]]
+      return node;
+    if (capture == 0 || capture != current_capture_)
+      detail::throw_misuse(op, "the KernelNode was not taken in the capture this graph runs (it is empty, "
+                               "belongs to another graph, or to a capture replaced since): take it with "
+                               "captured_kernel_node() in this graph's capture");
+    // A node of a capture applied by update(): the instantiated graph's node at its index.
+    if (identity_nodes_.empty()) {
+      std::lock_guard lock(identity_->m);
+      identity_nodes_ = detail::graph_nodes(identity_->graph, op);
+    }
+    cudaGraphNodeType t{};
+    if (index >= identity_nodes_.size() || cudaGraphNodeGetType(identity_nodes_[index], &t) != cudaSuccess ||
+        t != cudaGraphNodeTypeKernel)
+      detail::throw_misuse(op, "node {} of the executable is not a kernel node, although the update paired "
+                               "the captures",
+                           index);
+    return identity_nodes_[index];
+  }
 
   template <class To, class From>
   static void copy_leaf(To to, From from, cudaStream_t stream, std::string_view op) {
@@ -792,6 +954,9 @@ private:
     }
     rng_.reset();  // waits until replays in flight have taken their RNG slots
     graph_.reset();
+    identity_.reset();
+    identity_nodes_.clear();
+    current_capture_ = instantiated_capture_ = 0;
   }
 
   void launch(cudaStream_t stream) {
@@ -828,6 +993,10 @@ private:
     checked_capture_ = std::exchange(o.checked_capture_, 0);
     capture_ = std::move(o.capture_);
     rng_ = std::move(o.rng_);
+    identity_ = std::move(o.identity_);
+    identity_nodes_ = std::move(o.identity_nodes_);
+    current_capture_ = std::exchange(o.current_capture_, 0);
+    instantiated_capture_ = std::exchange(o.instantiated_capture_, 0);
     upload_stream_ = o.upload_stream_;
     mode_ = o.mode_;
     device_ = o.device_;
@@ -842,6 +1011,12 @@ private:
   std::unique_ptr<detail::CaptureContext> capture_;  // set while capturing
   std::unique_ptr<detail::GraphRng> rng_;            // set when the graph draws random numbers
   std::uint64_t checked_capture_ = 0;                // its capture's id, when its pool is checked
+  // After update(): the graph exec_ was instantiated from, whose nodes still name the
+  // executable's nodes (graph_ is then the capture applied last); null when it is graph_.
+  std::shared_ptr<detail::NativeGraph> identity_;
+  std::vector<cudaGraphNode_t> identity_nodes_;  // its nodes, for KernelNodes of later captures
+  std::uint64_t current_capture_ = 0;            // the capture graph_ holds
+  std::uint64_t instantiated_capture_ = 0;       // the capture exec_ was instantiated from
   cudaStream_t upload_stream_ = nullptr;
   CaptureMode mode_ = CaptureMode::Global;
   int device_ = 0;
@@ -922,6 +1097,84 @@ void capture(Graph& graph, F&& fn, const CaptureOptions& opts = {}) {
   CaptureScope scope(graph, opts);
   std::forward<F>(fn)(scope.stream());
   scope.end();
+}
+
+template <class F>
+  requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
+UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
+  if (exec_ == nullptr) not_replayable("Graph::update");
+  Graph next;
+  {
+    detail::DeviceGuard on(device_);
+    CaptureOptions co;
+    co.pool = pool();
+    co.mode = mode_;
+    co.instantiate = false;
+    CaptureScope scope(next, co);
+    if constexpr (std::invocable<F&, CaptureScope&>) {
+      fn(scope);
+    } else {
+      fn(scope.stream());
+    }
+    scope.end();
+  }
+  return update(std::move(next), opts);
+}
+
+/// The kernel node just captured on `stream`, a capture stream open on this thread: the
+/// handle Graph::set_kernel_args changes that node's arguments with. Call it right after
+/// the launch; an Error says what went wrong when the stream's last node is not a launch of
+/// `kernel` (another node type, another kernel, several nodes joined from other streams),
+/// and for streams that capture conditional bodies, whose nodes cannot be changed this way.
+template <class... P>
+[[nodiscard]] KernelNode<P...> captured_kernel_node(void (*kernel)(P...), cudaStream_t stream) {
+  constexpr std::string_view op = "captured_kernel_node";
+  const detail::CaptureContext* capture = nullptr;
+  for (const auto* c : detail::tls_captures) {
+    if (c->stream == stream) capture = c;
+    for (const auto& f : c->conditionals)
+      if (f.stream == stream && f.active >= 0)
+        detail::throw_misuse(op, "the stream captures a conditional body; nodes inside conditional bodies "
+                                 "cannot be changed in the executable: take nodes of the top-level capture");
+  }
+  if (capture == nullptr)
+    detail::throw_misuse(op, "the stream is not the stream of a capture open on this thread (CaptureScope::"
+                             "stream()); take the node right after its launch is captured");
+  const auto info = detail::capture_info(stream, op);
+  if (info.status != cudaStreamCaptureStatusActive)
+    detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op);
+  if (info.count != 1)
+    detail::throw_misuse(op, "the capture does not end in one node on this stream (it ends in {}: nothing "
+                             "captured yet, or work joined from other streams); take the node right after "
+                             "the kernel's launch",
+                         info.count);
+  const cudaGraphNode_t node = info.deps[0];
+  cudaGraphNodeType type{};
+  detail::check(cudaGraphNodeGetType(node, &type), "{}: cudaGraphNodeGetType", op);
+  if (type != cudaGraphNodeTypeKernel)
+    detail::throw_misuse(op, "the last node captured on the stream is a {} node, not a kernel launch",
+                         detail::node_type_name(type));
+  cudaKernelNodeParams p{};
+  detail::check(cudaGraphKernelNodeGetParams(node, &p), "{}: cudaGraphKernelNodeGetParams", op);
+  if (p.func != reinterpret_cast<void*>(kernel))
+    detail::throw_misuse(op, "the last kernel node captured on the stream runs another kernel than the one given");
+  const auto index = detail::node_index(info.graph, node, op);
+  if (!index) detail::throw_misuse(op, "the node is not among its graph's nodes");
+  KernelNode<P...> k;
+  k.node_ = node;
+  k.capture_ = capture->id;
+  k.index_ = *index;
+  k.launch_.func = p.func;
+  k.launch_.gridDim = p.gridDim;
+  k.launch_.blockDim = p.blockDim;
+  k.launch_.sharedMemBytes = p.sharedMemBytes;
+  return k;
+}
+
+/// The same on current_stream(), which is the capture stream inside a CaptureScope.
+template <class... P>
+[[nodiscard]] KernelNode<P...> captured_kernel_node(void (*kernel)(P...)) {
+  return captured_kernel_node(kernel, current_stream());
 }
 
 /// Writes the most recently completed capture (on any thread) as a Graphviz DOT file.

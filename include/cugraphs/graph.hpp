@@ -6,6 +6,8 @@
 #include <cugraphs/stream.hpp>
 #include <cugraphs/memory.hpp>
 #include <cugraphs/capture.hpp>
+#include <cugraphs/update.hpp>
+#include <cugraphs/cache.hpp>
 #include <cugraphs/conditional.hpp>
 #include <cugraphs/flatten.hpp>
 #include <cugraphs/graphed.hpp>

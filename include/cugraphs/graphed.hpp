@@ -62,18 +62,20 @@ using span_tree_t = typename span_tree<std::remove_cvref_t<T>>::type;
 
 using Owners = std::vector<std::shared_ptr<void>>;
 
-// Moves every DeviceBuffer of `tree` into `owners` and returns the tree with spans.
+// Moves every DeviceBuffer of `tree` into `owners` and returns the tree with spans. Where
+// `bytes` is given, the buffers' bytes are added to it.
 template <class T>
-span_tree_t<T> take_outputs(T&& tree, Owners& owners) {
+span_tree_t<T> take_outputs(T&& tree, Owners& owners, std::size_t* bytes = nullptr) {
   using U = std::remove_cvref_t<T>;
   if constexpr (is_buffer_v<U>) {
     auto owned = std::make_shared<U>(std::forward<T>(tree));
     const auto span = owned->span();
+    if (bytes != nullptr) *bytes += owned->bytes();
     owners.push_back(std::move(owned));
     return span;
   } else if constexpr (is_tuple_like_v<U> || is_array_v<U>) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return span_tree_t<U>{take_outputs(std::get<I>(std::forward<T>(tree)), owners)...};
+      return span_tree_t<U>{take_outputs(std::get<I>(std::forward<T>(tree)), owners, bytes)...};
     }(std::make_index_sequence<std::tuple_size_v<U>>{});
   } else {
     static_assert(leaf_count_v<U> >= 0);  // a tree of spans, or not_a_tree names the type

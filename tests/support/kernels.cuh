@@ -62,6 +62,11 @@ void put(cugraphs::DeviceBuffer<T>& b, T value) {
   const T one[1] = {value};
   b.copy_from_host(std::span<const T>(one, 1));
 }
+// Every element of `b` set to `value` (waits for the copy).
+template <class T>
+void put_all(cugraphs::DeviceBuffer<T>& b, T value) {
+  b.copy_from_host(std::vector<T>(b.size(), value));
+}
 template <class T>
 T get(const cugraphs::DeviceBuffer<T>& b) {
   return b.to_host()[0];

@@ -37,6 +37,7 @@ struct CaptureContext {
   std::uint64_t id = 0;
   cudaStream_t stream = nullptr;
   cudaStreamCaptureMode mode = cudaStreamCaptureModeGlobal;
+  bool instantiate = true;                     // capture_end instantiates (CaptureOptions::instantiate)
   std::vector<ConditionalFrame> conditionals;  // open conditional nodes, innermost last
   std::unique_ptr<GraphRng> rng;               // generators drawn from, once one is
 };

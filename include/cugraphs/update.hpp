@@ -1,0 +1,135 @@
+// Changing what an instantiated graph runs without instantiating it again: the types of
+// Graph::update (a new capture applied with cudaGraphExecUpdate) and of per-node argument
+// changes (KernelNode, Graph::set_kernel_args, cudaGraphExecKernelNodeSetParams).
+#pragma once
+
+#include <cugraphs/config.hpp>
+#include <cugraphs/detail/format.hpp>
+#include <cugraphs/error.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cugraphs {
+
+/// Why an executable could not take a new capture in place (cudaGraphExecUpdateResult).
+enum class UpdateFailure {
+  None,                       ///< it did
+  TopologyChanged,            ///< other nodes, or other edges between them
+  NodeTypeChanged,            ///< a node of another type at the same place
+  FunctionChanged,            ///< a kernel node runs another function (drivers before 11.2)
+  UnsupportedFunctionChange,  ///< a kernel's function changed in a way updates cannot follow
+  ParametersChanged,          ///< a node's parameters changed in a way updates cannot follow
+  AttributesChanged,          ///< a node's attributes changed in a way updates cannot follow
+  NotSupported,               ///< a node's type or configuration cannot be updated
+  Other,                      ///< CUDA gave no more specific reason
+};
+
+/// How Graph::update applies a new capture.
+struct UpdateOptions {
+  /// When the executable cannot take the capture in place, instantiate the capture instead,
+  /// so that the graph runs it either way. Off: the graph keeps its executable unchanged.
+  bool reinstantiate_on_failure = false;
+};
+
+/// What Graph::update did, and, when the executable could not be updated in place, why.
+struct UpdateResult {
+  bool updated = false;         ///< the executable now runs the new capture, updated in place
+  bool reinstantiated = false;  ///< the in-place update failed and the capture was instantiated instead
+  UpdateFailure failure = UpdateFailure::None;  ///< why the in-place update failed
+  std::optional<cudaGraphNodeType> node_type;   ///< the node that blocked it, where CUDA names one
+  std::optional<std::size_t> node_index;        ///< that node's index among the new capture's nodes
+  std::string message;                          ///< the failure in words; empty when updated
+
+  /// Whether the graph now runs the new capture (updated in place or instantiated again).
+  [[nodiscard]] bool applied() const noexcept { return updated || reinstantiated; }
+  explicit operator bool() const noexcept { return applied(); }
+};
+
+class Graph;
+
+/// A kernel node of a captured graph, whose kernel takes parameters P...: the handle
+/// Graph::set_kernel_args needs to change that node's arguments in the executable, without
+/// a new capture. Take it with captured_kernel_node() right after the launch is captured.
+/// It stays valid for its graph until the graph is reset; after Graph::update, nodes taken
+/// in the capture that was instantiated and nodes taken in the capture now applied both work.
+template <class... P>
+class KernelNode {
+public:
+  KernelNode() = default;
+  /// The node in the captured graph it was taken from.
+  [[nodiscard]] cudaGraphNode_t native() const noexcept { return node_; }
+  /// Its index among that graph's nodes, in the order they were captured.
+  [[nodiscard]] std::size_t index() const noexcept { return index_; }
+
+private:
+  friend class Graph;
+  template <class... Q>
+  friend KernelNode<Q...> captured_kernel_node(void (*)(Q...), cudaStream_t);
+
+  cudaGraphNode_t node_ = nullptr;
+  std::uint64_t capture_ = 0;  // the capture it was taken in
+  std::size_t index_ = 0;
+  cudaKernelNodeParams launch_{};  // function, grid, block, shared memory (no arguments)
+};
+
+namespace detail {
+
+[[nodiscard]] constexpr UpdateFailure to_failure(cudaGraphExecUpdateResult r) noexcept {
+  switch (r) {
+    case cudaGraphExecUpdateSuccess: return UpdateFailure::None;
+    case cudaGraphExecUpdateErrorTopologyChanged: return UpdateFailure::TopologyChanged;
+    case cudaGraphExecUpdateErrorNodeTypeChanged: return UpdateFailure::NodeTypeChanged;
+    case cudaGraphExecUpdateErrorFunctionChanged: return UpdateFailure::FunctionChanged;
+    case cudaGraphExecUpdateErrorUnsupportedFunctionChange: return UpdateFailure::UnsupportedFunctionChange;
+    case cudaGraphExecUpdateErrorParametersChanged: return UpdateFailure::ParametersChanged;
+    case cudaGraphExecUpdateErrorAttributesChanged: return UpdateFailure::AttributesChanged;
+    case cudaGraphExecUpdateErrorNotSupported: return UpdateFailure::NotSupported;
+    default: return UpdateFailure::Other;
+  }
+}
+
+[[nodiscard]] constexpr std::string_view describe(UpdateFailure f) noexcept {
+  switch (f) {
+    case UpdateFailure::None: return "none";
+    case UpdateFailure::TopologyChanged:
+      return "the topology changed (another number of nodes, or other edges between them)";
+    case UpdateFailure::NodeTypeChanged: return "a node's type changed";
+    case UpdateFailure::FunctionChanged: return "a kernel node's function changed";
+    case UpdateFailure::UnsupportedFunctionChange:
+      return "a kernel node's function changed in a way an update cannot follow";
+    case UpdateFailure::ParametersChanged: return "a node's parameters changed in a way an update cannot follow";
+    case UpdateFailure::AttributesChanged: return "a node's attributes changed in a way an update cannot follow";
+    case UpdateFailure::NotSupported: return "a node's type or configuration cannot be updated";
+    default: return "CUDA gave no more specific reason";
+  }
+}
+
+// The nodes of `g` in the order they were added (captured).
+[[nodiscard]] inline std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g, std::string_view op) {
+  std::size_t n = 0;
+  check(cudaGraphGetNodes(g, nullptr, &n), "{}: cudaGraphGetNodes", op);
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n != 0) check(cudaGraphGetNodes(g, nodes.data(), &n), "{}: cudaGraphGetNodes", op);
+  nodes.resize(n);
+  return nodes;
+}
+
+// Where `node` stands among the nodes of `g`, searched from the newest; none when it is not
+// one of them (a node inside a conditional body, say).
+[[nodiscard]] inline std::optional<std::size_t> node_index(cudaGraph_t g, cudaGraphNode_t node, std::string_view op) {
+  const auto nodes = graph_nodes(g, op);
+  for (std::size_t i = nodes.size(); i-- > 0;)
+    if (nodes[i] == node) return i;
+  return std::nullopt;
+}
+
+}  // namespace detail
+
+}  // namespace cugraphs
