@@ -2,8 +2,9 @@
 // run, printed as tables with ratios and the issue's goals, and written to one JSON file
 // (tools/plot-perf turns it, with bench_suite_torch.py's file, into plots and tables).
 //   bench_suite [FIGURES.json [SECTION...]]
-// Sections: replay capture eager graphed conditional rng memory training (default: all, in that
-// order). CUGRAPHS_BENCH_SCALE scales the repetitions (0.2 for a quick look).
+// Sections: replay capture eager graphed conditional rng memory training update buckets
+// (default: all, in that order). CUGRAPHS_BENCH_SCALE scales the repetitions (0.2 for a
+// quick look).
 #include "suite/suite.hpp"
 
 #include <cugraphs/graph.hpp>
@@ -26,7 +27,8 @@ int main(int argc, char** argv) {
   const std::vector<std::pair<std::string_view, void (*)(Report&, cudaStream_t)>> sections{
       {"replay", replay_section}, {"capture", capture_section},         {"eager", eager_section},
       {"graphed", graphed_section}, {"conditional", conditional_section}, {"rng", rng_section},
-      {"memory", memory_section}, {"training", training_section}};
+      {"memory", memory_section}, {"training", training_section}, {"update", update_section},
+      {"buckets", buckets_section}};
   std::vector<std::string_view> wanted(argv + std::min(argc, 2), argv + argc);
   for (const auto w : wanted) {
     bool known = false;

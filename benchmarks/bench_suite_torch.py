@@ -4,7 +4,7 @@ every series name starts with torch_), so that tools/plot-perf can lay the two s
 
     python3 benchmarks/bench_suite_torch.py [FIGURES.json [SECTION...]]
 
-Sections: replay capture eager graphed rng memory training (default: all). Exits 77 without PyTorch
+Sections: replay capture eager graphed rng memory training buckets (default: all). Exits 77 without PyTorch
 or without a CUDA device. CUGRAPHS_BENCH_SCALE scales the repetitions, as in bench_suite.
 """
 import gc
@@ -300,6 +300,85 @@ def training_section(T):
             "torch_graphed_done_us": db, "torch_whole_graph_done_us": dc, "torch_uncovered_batches": timer.uncovered}
 
 
+def buckets_section(T):
+    """bench_suite's graph-cache workload: examples/toy_model.cuh's step (vocab 512, dim 256,
+    hidden 1024) captured with torch.cuda.graph per bucket of vLLM's sizes (1, 2, 4, 8, 16,
+    ..., 512), the N largest into one shared pool (graph_pool_handle, largest first, each
+    graph's outputs held as PyTorch users hold static outputs) against the largest alone;
+    and per bucket, the capture block and the first replay to completion."""
+    vocab, dim, hidden, max_rows = 512, 256, 1024, 512
+    buckets = [1, 2, 4] + list(range(8, max_rows + 1, 8))
+    gen = torch.Generator(device="cuda").manual_seed(3)
+    embed = torch.rand(vocab, dim, device="cuda", generator=gen) * 2 - 1
+    w1 = (torch.rand(dim, hidden, device="cuda", generator=gen) * 2 - 1) * 0.0625
+    b1 = (torch.rand(hidden, device="cuda", generator=gen) * 2 - 1) * 0.1
+    w2 = (torch.rand(hidden, vocab, device="cuda", generator=gen) * 2 - 1) * 0.03
+    b2 = (torch.rand(vocab, device="cuda", generator=gen) * 2 - 1) * 0.1
+    tokens = (torch.arange(max_rows, device="cuda") * 37) % vocab
+
+    def step(rows):
+        x = embed[tokens[:rows]]
+        h = torch.relu(x @ w1 + b1)
+        logits = h @ w2 + b2
+        return logits, torch.argmax(logits, dim=1)
+
+    def clean():
+        gc.collect()
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+
+    for b in buckets:
+        T.warm_up(lambda: step(b), 1)
+    out = {"graphs": [], "torch_shared_mib": [], "timed_buckets": [], "torch_capture_replay_us": []}
+    print(f"\n== torch: the N largest of {len(buckets)} buckets in one pool, reserved MiB")
+    clean()
+    r0 = torch.cuda.memory_reserved()
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        kept = step(max_rows)
+    alone = (torch.cuda.memory_reserved() - r0) / MIB
+    del g, kept
+    for n in [1, 2, 4, 8, 16, 32, len(buckets)]:
+        clean()
+        r0 = torch.cuda.memory_reserved()
+        pool = torch.cuda.graph_pool_handle()
+        graphs, outputs = [], []
+        for b in reversed(buckets[-n:]):
+            g = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(g, pool=pool):
+                outputs.append(step(b))
+            graphs.append(g)
+        shared = (torch.cuda.memory_reserved() - r0) / MIB
+        print(f"{n:4d} graphs: one pool {shared:8.1f} MiB (the largest alone {alone:.1f} MiB, {shared / alone:.2f}x)")
+        out["graphs"].append(n)
+        out["torch_shared_mib"].append(shared)
+        del graphs, outputs, pool
+    out["torch_largest_alone_mib"] = alone
+    clean()
+    print("\n== torch: per bucket, the torch.cuda.graph block and the first replay to completion (us)")
+    pool = torch.cuda.graph_pool_handle()
+    for b in [1, 8, 64, 256, 512]:
+        us = []
+        for r in range(T.reps(21) + 1):
+            g = torch.cuda.CUDAGraph()
+            torch.cuda.synchronize()
+            t0 = time.perf_counter()
+            with torch.cuda.graph(g, pool=pool):
+                result = step(b)
+            g.replay()
+            torch.cuda.synchronize()
+            if r > 0:
+                us.append((time.perf_counter() - t0) * 1e6)
+            del g, result
+        m = statistics.median(us)
+        print(f"{b:8d} rows {m:10.1f} us")
+        out["timed_buckets"].append(b)
+        out["torch_capture_replay_us"].append(m)
+    del pool
+    clean()
+    return out
+
+
 SECTIONS = {  # name on the command line: (section in the JSON, function)
     "replay": ("replay_host", replay_section),
     "capture": ("capture", capture_section),
@@ -308,6 +387,7 @@ SECTIONS = {  # name on the command line: (section in the JSON, function)
     "rng": ("rng", rng_section),
     "memory": ("memory", memory_section),
     "training": ("training", training_section),
+    "buckets": ("buckets", buckets_section),
 }
 
 

@@ -33,5 +33,11 @@ void rng_section(Report& report, cudaStream_t stream);
 void memory_section(Report& report, cudaStream_t stream);
 // One MLP training step: a GraphedPair against two bare launches and the eager step (cuBLAS).
 void training_section(Report& report, cudaStream_t stream);
+// Graph::update and set_kernel_args against cudaGraphExecUpdate and
+// cudaGraphExecKernelNodeSetParams, beside instantiation.
+void update_section(Report& report, cudaStream_t stream);
+// A GraphCache over vLLM's bucket sizes: memory, and per-bucket capture with instantiation
+// or in-place update.
+void buckets_section(Report& report, cudaStream_t stream);
 
 }  // namespace cugraphs_bench

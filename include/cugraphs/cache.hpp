@@ -29,8 +29,15 @@ namespace cugraphs {
 
 /// How a GraphCache captures, keeps and evicts its graphs.
 struct GraphCacheOptions {
-  /// The most bytes of outputs (DeviceBuffer leaves the callable returns) the cached graphs
-  /// may hold in the pool together; least recently used graphs are evicted to stay under it.
+  /// false (as vLLM does): the graphs' outputs share the pool's memory like their
+  /// temporaries, so the cache holds about the largest bucket's memory whatever the number
+  /// of graphs; a call's outputs stay valid until the next call of the cache, and every
+  /// replay must write its outputs whole. true: each cached graph keeps its outputs (valid
+  /// until it is evicted), and they count against byte_budget.
+  bool keep_outputs = false;
+  /// With keep_outputs: the most bytes of outputs (the DeviceBuffer leaves the callable
+  /// returns) the cached graphs may keep together; least recently used graphs are evicted
+  /// to stay under it.
   std::size_t byte_budget = std::numeric_limits<std::size_t>::max();
   /// The most graphs cached at once.
   std::size_t max_entries = std::numeric_limits<std::size_t>::max();
@@ -56,7 +63,7 @@ struct GraphCacheStats {
   std::uint64_t instantiations = 0;  ///< captures instantiated as executables of their own
   std::uint64_t evictions = 0;
   std::size_t entries = 0;  ///< graphs cached now
-  std::size_t bytes = 0;    ///< bytes of outputs they hold in the pool
+  std::size_t bytes = 0;    ///< bytes of outputs they keep in the pool (keep_outputs)
 };
 
 namespace detail {
@@ -84,11 +91,13 @@ template <class Key>
 /// `key` replays the graph of the smallest bucket not below it, capturing it first if it
 /// is not cached; the callable, called as f(bucket) inside the capture, must do the work
 /// of that bucket's size (inputs padded to it), reading inputs from memory that outlives
-/// the call. All graphs share one pool, so their temporaries take the memory of the largest
-/// bucket once. Each cached graph keeps its outputs; the outputs a call returns stay valid
-/// until the next call of the cache, which may evict their graph (least recently used
-/// first, under GraphCacheOptions' limits). Calls must be ordered (one stream, or streams
-/// the caller orders), and made from one thread at a time.
+/// the call. All graphs share one pool, so their temporaries (and, unless
+/// GraphCacheOptions::keep_outputs, their outputs) take the memory of the largest bucket
+/// once. The outputs a call returns stay valid until the next call of the cache; graphs are
+/// evicted least recently used first, under GraphCacheOptions' limits, and a capture after
+/// an eviction takes over the evicted executable by an in-place update where it can. Calls
+/// must be ordered (one stream, or streams the caller orders), and made from one thread at
+/// a time.
 template <class Key, class F>
 class GraphCache {
   static_assert(std::totally_ordered<Key> && std::copyable<Key>,
@@ -234,6 +243,10 @@ private:
       scope.end();
     }
     ++stats_.captures;
+    if (!opts_.keep_outputs) {  // back to the pool: later captures may place their work there
+      entry->owners.clear();
+      entry->bytes = 0;
+    }
     known_bytes_[b] = entry->bytes;
     if (entry->bytes > opts_.byte_budget) too_large(b, entry->bytes);
     make_room(entry->bytes, victim);

@@ -1156,7 +1156,7 @@ template <class... P>
                          detail::node_type_name(type));
   cudaKernelNodeParams p{};
   detail::check(cudaGraphKernelNodeGetParams(node, &p), "{}: cudaGraphKernelNodeGetParams", op);
-  if (p.func != reinterpret_cast<void*>(kernel))
+  if (!detail::same_kernel(p.func, reinterpret_cast<const void*>(kernel)))
     detail::throw_misuse(op, "the last kernel node captured on the stream runs another kernel than the one given");
   const auto index = detail::node_index(info.graph, node, op);
   if (!index) detail::throw_misuse(op, "the node is not among its graph's nodes");
@@ -1164,7 +1164,7 @@ template <class... P>
   k.node_ = node;
   k.capture_ = capture->id;
   k.index_ = *index;
-  k.launch_.func = p.func;
+  k.launch_.func = reinterpret_cast<void*>(kernel);  // the form the runtime takes back
   k.launch_.gridDim = p.gridDim;
   k.launch_.blockDim = p.blockDim;
   k.launch_.sharedMemBytes = p.sharedMemBytes;

@@ -111,6 +111,19 @@ namespace detail {
   }
 }
 
+// Whether a kernel node's function (as cudaGraphKernelNodeGetParams gives it back) is the
+// __global__ function `kernel`: the runtime may return the function's host handle, its
+// driver function or its cudaKernel_t.
+[[nodiscard]] inline bool same_kernel(const void* node_func, const void* kernel) noexcept {
+  if (node_func == kernel) return true;
+  cudaFunction_t f = nullptr;
+  if (cudaGetFuncBySymbol(&f, kernel) == cudaSuccess && node_func == static_cast<const void*>(f)) return true;
+  cudaKernel_t k = nullptr;
+  if (cudaGetKernel(&k, kernel) == cudaSuccess && node_func == static_cast<const void*>(k)) return true;
+  (void)cudaGetLastError();
+  return false;
+}
+
 // The nodes of `g` in the order they were added (captured).
 [[nodiscard]] inline std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g, std::string_view op) {
   std::size_t n = 0;
