@@ -327,32 +327,40 @@ def buckets_section(T):
         torch.cuda.synchronize()
         torch.cuda.empty_cache()
 
-    for b in buckets:
-        T.warm_up(lambda: step(b), 1)
-    out = {"graphs": [], "torch_shared_mib": [], "timed_buckets": [], "torch_capture_replay_us": []}
-    print(f"\n== torch: the N largest of {len(buckets)} buckets in one pool, reserved MiB")
-    clean()
-    r0 = torch.cuda.memory_reserved()
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        kept = step(max_rows)
-    alone = (torch.cuda.memory_reserved() - r0) / MIB
-    del g, kept
-    for n in [1, 2, 4, 8, 16, 32, len(buckets)]:
+    # One capture stream for every capture, warmed up on every bucket first: cuBLAS's
+    # workspace for that stream, and every kernel, exist before anything is measured.
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for b in buckets:
+            step(b)
+    torch.cuda.synchronize()
+
+    def reserved_by(sizes):
+        """Growth of memory_reserved() while `sizes` are captured, in that order, into one new
+        pool, each graph's outputs held; everything is freed again before returning."""
         clean()
         r0 = torch.cuda.memory_reserved()
         pool = torch.cuda.graph_pool_handle()
         graphs, outputs = [], []
-        for b in reversed(buckets[-n:]):
+        for b in sizes:
             g = torch.cuda.CUDAGraph()
-            with torch.cuda.graph(g, pool=pool):
+            with torch.cuda.graph(g, pool=pool, stream=side):
                 outputs.append(step(b))
             graphs.append(g)
-        shared = (torch.cuda.memory_reserved() - r0) / MIB
+        grown = (torch.cuda.memory_reserved() - r0) / MIB
+        del graphs, outputs, pool, g
+        clean()
+        return grown
+
+    out = {"graphs": [], "torch_shared_mib": [], "timed_buckets": [], "torch_capture_replay_us": []}
+    print(f"\n== torch: the N largest of {len(buckets)} buckets in one pool, reserved MiB")
+    alone = reserved_by([max_rows])
+    for n in [1, 2, 4, 8, 16, 32, len(buckets)]:
+        shared = reserved_by(list(reversed(buckets[-n:])))
         print(f"{n:4d} graphs: one pool {shared:8.1f} MiB (the largest alone {alone:.1f} MiB, {shared / alone:.2f}x)")
         out["graphs"].append(n)
         out["torch_shared_mib"].append(shared)
-        del graphs, outputs, pool
     out["torch_largest_alone_mib"] = alone
     clean()
     print("\n== torch: per bucket, the torch.cuda.graph block and the first replay to completion (us)")
@@ -363,7 +371,7 @@ def buckets_section(T):
             g = torch.cuda.CUDAGraph()
             torch.cuda.synchronize()
             t0 = time.perf_counter()
-            with torch.cuda.graph(g, pool=pool):
+            with torch.cuda.graph(g, pool=pool, stream=side):
                 result = step(b)
             g.replay()
             torch.cuda.synchronize()

@@ -277,6 +277,43 @@ TEST_CASE("Graph::set_kernel_args: one kernel node's arguments change in the exe
   CHECK(y.to_host()[11] == 0.0f);
 }
 
+TEST_CASE("Graph::set_kernel_args: a node of the instantiated capture still works after many updates from "
+          "captures made apart on the caller's stream", "[update][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  DeviceBuffer<float> x(kN), y(kN);
+  cugraphs::Graph g;
+  cugraphs::KernelNode<float*, std::size_t, float> node;
+  cugraphs::CaptureOptions co;
+  co.stream = stream;
+  {
+    cugraphs::CaptureScope scope(g, co);
+    for (int k = 0; k < 10; ++k) {
+      add_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 1.0f);
+      if (k == 5) node = cugraphs::captured_kernel_node(add_kernel, scope.stream());
+    }
+  }
+  cugraphs::CaptureOptions later = co;
+  later.instantiate = false;
+  later.pool = g.pool();
+  for (int round = 0; round < 8; ++round) {
+    cugraphs::Graph next;
+    float* target = round % 2 == 0 ? y.data() : x.data();
+    cugraphs::capture(next, [&](cudaStream_t s) {
+      for (int k = 0; k < 10; ++k) add_kernel<<<blocks_for(kN), kThreads, 0, s>>>(target, kN, 1.0f);
+    }, later);
+    const auto r = g.update(std::move(next));
+    REQUIRE(r.updated);
+  }
+  // The last update targets x; node 5 now adds 100 to y instead.
+  g.set_kernel_args(node, y.data(), kN, 100.0f);
+  put_all(x, 0.0f);
+  put_all(y, 0.0f);
+  g.replay();
+  CHECK(x.to_host()[3] == 9.0f);
+  CHECK(y.to_host()[3] == 100.0f);
+}
+
 TEST_CASE("Graph::set_kernel_args and captured_kernel_node: misuse is an Error that leaves the graph usable",
           "[update][gpu]") {
   cugraphs::Stream stream;
@@ -284,6 +321,8 @@ TEST_CASE("Graph::set_kernel_args and captured_kernel_node: misuse is an Error t
   DeviceBuffer<float> x(kN);
   cugraphs::KernelNode<float*, std::size_t, float> node;
   cugraphs::Graph g, other;
+  DeviceBuffer<bool> flag(1);
+  put(flag, false);
 
   auto e = expect_error([&] { (void)cugraphs::captured_kernel_node(add_kernel, stream); });
   CHECK(contains(e.what(), "captured_kernel_node: the stream is not the stream of a capture open on this thread"));
@@ -301,8 +340,6 @@ TEST_CASE("Graph::set_kernel_args and captured_kernel_node: misuse is an Error t
     e = expect_error([&] { (void)cugraphs::captured_kernel_node(add_kernel, scope.stream()); });
     CHECK(contains(e.what(), "the last node captured on the stream is a memset node, not a kernel launch"));
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
-    DeviceBuffer<bool> flag(1);
-    put(flag, false);
     cugraphs::ConditionalScope<cugraphs::If> when(scope, flag.data());
     add_kernel<<<blocks_for(kN), kThreads, 0, when.stream()>>>(x.data(), kN, 1.0f);
     e = expect_error([&] { (void)cugraphs::captured_kernel_node(add_kernel, when.stream()); });

@@ -868,7 +868,9 @@ private:
     if (capture == 0 || capture != current_capture_)
       detail::throw_misuse(op, "the KernelNode was not taken in the capture this graph runs (it is empty, "
                                "belongs to another graph, or to a capture replaced since): take it with "
-                               "captured_kernel_node() in this graph's capture");
+                               "captured_kernel_node() in this graph's capture (the node's capture: {}; this "
+                               "graph's executable was instantiated from capture {} and runs capture {})",
+                           capture, instantiated_capture_, current_capture_);
     // A node of a capture applied by update(): the instantiated graph's node at its index.
     if (identity_nodes_.empty()) {
       std::lock_guard lock(identity_->m);
