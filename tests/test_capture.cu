@@ -146,7 +146,7 @@ TEST_CASE("Graph: misuse is an Error and leaves the graph usable", "[graph][gpu]
     g.capture_begin();
     const auto e = expect_error([&] { g.capture_begin(); });
     CHECK(contains(e.what(), "already capturing"));
-    fill_kernel<<<1, n, 0, g.capturing_stream()>>>(x.data(), n, 4.0f);
+    fill_kernel<<<1, n, 0, g.stream()>>>(x.data(), n, 4.0f);
     g.capture_end();
     g.replay();
     CHECK(x.to_host()[0] == 4.0f);
@@ -289,4 +289,40 @@ TEST_CASE("export_dot writes the most recently completed capture", "[graph][gpu]
   const std::string dot = read_file("cugraphs_test_last.dot");
   CHECK(contains(dot, "copy_kernel"));
   std::remove("cugraphs_test_last.dot");
+}
+
+TEST_CASE("CaptureScope: a graph moved while its scope is open goes on capturing, and the scope follows it",
+          "[capture][gpu]") {
+  constexpr std::size_t n = 777;
+  DeviceBuffer<float> x(n);
+  Graph first, moved;
+  {
+    CaptureScope scope(first);
+    const cudaStream_t s = scope.stream();
+    CHECK(cugraphs::current_stream() == s);
+    fill_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.data(), n, 1.0f);
+    moved = std::move(first);  // the capture, and the scope with it, now belong to `moved`
+    CHECK(&scope.graph() == &moved);
+    CHECK(moved.is_capturing());
+    CHECK_FALSE(first.is_capturing());
+    CHECK(scope.stream() == s);
+    affine_kernel<<<blocks_for(n), kThreads, 0, scope.stream()>>>(x.data(), n, 2.0f, 1.0f);
+    std::vector<Graph> holder;
+    holder.push_back(std::move(moved));  // and again, into a container
+    CHECK(&scope.graph() == &holder.back());
+    moved = std::move(holder.back());
+    CHECK(&scope.graph() == &moved);
+  }  // ends the capture of `moved`
+  CHECK(cugraphs::current_stream() == nullptr);
+  REQUIRE(moved.is_instantiated());
+  const auto e = expect_error([&] { first.replay(); });
+  CHECK(contains(e.what(), "moved from"));
+  x.copy_from_host(std::vector<float>(n, -9.0f));
+  moved.replay();
+  cugraphs::check(cudaStreamSynchronize(cugraphs::current_stream()), "sync");
+  const auto values = x.to_host();
+  bool all = true;  // fill: 1 + 0.001 (i % 1000), then 2 x + 1
+  for (std::size_t i = 0; i < n; ++i)
+    all = all && std::abs(values[i] - (3.0f + 0.002f * static_cast<float>(i % 1000))) < 1e-4f;
+  CHECK(all);
 }

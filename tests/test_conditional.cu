@@ -22,7 +22,6 @@ bool host_compiled_if_node_works(const bool* flag, int* counter, void (*launch_i
 namespace {
 
 __global__ void increment(int* x) { *x += 1; }
-__global__ void add_to(int* x, int v) { *x += v; }
 
 // Counts `*counter` down to zero, one per iteration, and says whether to go on.
 __global__ void count_down(int* counter, int* iterations, bool* go_on) {
@@ -400,4 +399,51 @@ TEST_CASE("The low-level Graph members work from code compiled by the host compi
   DeviceBuffer<bool> flag(1);
   DeviceBuffer<int> counter(1);
   CHECK(host_compiled_if_node_works(flag.data(), counter.data(), &launch_increment));
+}
+
+TEST_CASE("ConditionalScope: condition() on a scope with a flag, and end() twice on a nested scope, are "
+          "Errors naming the cause; the capture goes on", "[conditional][gpu]") {
+  DeviceBuffer<bool> flag(1), loop_flag(1), inner_flag(1);
+  DeviceBuffer<int> hits(1);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::If> outer(scope, flag.data());
+    // The flag sets the condition before the node: a kernel's set() would be overwritten
+    // (for a While, the loop would never end), so the handle is refused.
+    const auto e = expect_error([&] { (void)outer.condition(); });
+    CHECK(e.code() == cudaSuccess);
+    CHECK(contains(e.what(), "ConditionalScope<If>"));
+    CHECK(contains(e.what(), "open the scope with SetByKernels{} to set the condition from kernels"));
+    {
+      ConditionalScope<cugraphs::While> loop(scope, loop_flag.data());
+      const auto w = expect_error([&] { (void)loop.condition(); });
+      CHECK(contains(w.what(), "and at the end of every iteration"));
+      loop.end();
+    }
+    {
+      ConditionalScope<cugraphs::If> inner(scope, inner_flag.data());
+      add_to<<<1, 1, 0, scope.stream()>>>(hits.data(), 10);
+      inner.end();
+      const auto twice = expect_error([&] { inner.end(); });
+      CHECK(twice.code() == cudaSuccess);
+      CHECK(contains(twice.what(), "this conditional scope has already ended"));
+      CHECK(g.open_conditionals() == 1);  // the outer scope is untouched
+      CHECK(cugraphs::current_stream() == outer.stream());
+    }
+    add_to<<<1, 1, 0, scope.stream()>>>(hits.data(), 1);
+  }
+  REQUIRE(g.is_instantiated());
+  put(hits, 0);
+  put(loop_flag, false);  // the While runs no iteration
+  for (const bool on : {true, false, true}) {
+    put(flag, on);
+    put(inner_flag, false);
+    g.replay();
+  }
+  CHECK(get(hits) == 2);
+  put(flag, true);
+  put(inner_flag, true);
+  g.replay();
+  CHECK(get(hits) == 13);
 }

@@ -377,7 +377,6 @@ TEST_CASE("Faults: an exception leaving a CaptureScope that drew random numbers 
 
 namespace {
 
-__global__ void add_to(int* x, int v) { *x += v; }
 
 // One iteration of a count-down loop: says whether another one should run.
 __global__ void count_down(int* budget, bool* go_on) {
@@ -935,6 +934,31 @@ TEST_CASE("Faults: posts that no launch takes end the wait with an Error once th
     post(9, true);
     cugraphs::check(cudaStreamSynchronize(s), "wait for the last post");
     CHECK(device_state() == std::vector<unsigned long long>{taken, 9});
+  }
+
+  // wait_all does not ask the last launch's stream, which its owner may have destroyed:
+  // here one post is taken on a stream destroyed before the wait, and one is left untaken.
+  {
+    auto gone = std::make_unique<cugraphs::Stream>();
+    unsigned long long* slot = ring.next_slot(*gone, "test ring");
+    slot[1] = 41;
+    ring.publish(slot);
+    slow_fill_kernel<<<1, kThreads, 0, *gone>>>(nullptr, 0, 0.0f, 20'000'000);
+    take_post_kernel<<<1, 1, 0, *gone>>>(ring.data(), kSlots, state.data(), ring.done_word());
+    cugraphs::check_launch("take_post_kernel");
+    ++taken;
+    ring.launched(*gone);
+    slot = ring.next_slot(*gone, "test ring");
+    slot[1] = 42;
+    ring.publish(slot);
+    ring.launched(*gone);
+    gone.reset();  // its work still runs; the handle is gone
+    ring.wait_all("test ring: waiting after the stream was destroyed");
+    CHECK(ring.posted() == taken);  // the untaken post was given up, the taken one counted
+    CHECK(device_state() == std::vector<unsigned long long>{taken, 41});
+    post(43, true);
+    cugraphs::check(cudaStreamSynchronize(s), "wait for the last post");
+    CHECK(device_state() == std::vector<unsigned long long>{taken, 43});
   }
 }
 

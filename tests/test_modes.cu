@@ -108,7 +108,7 @@ TEST_CASE("Modes: ending a capture on another thread is an Error", "[modes][gpu]
   Graph g;
   DeviceBuffer<float> x(64);
   g.capture_begin(with_mode(CaptureMode::Relaxed));
-  fill_kernel<<<1, 64, 0, g.capturing_stream()>>>(x.data(), 64, 1.0f);
+  fill_kernel<<<1, 64, 0, g.stream()>>>(x.data(), 64, 1.0f);
   std::string message;
   std::thread t([&] {
     try {

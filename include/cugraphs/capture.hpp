@@ -2,7 +2,7 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
-#include <cugraphs/detail/capture_context.hpp>
+#include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/detail/launchers.hpp>
 #include <cugraphs/error.hpp>
@@ -149,66 +149,8 @@ private:
 
 inline void write_dot(cudaGraph_t g, const std::string& path, std::string_view op) {
   if (const cudaError_t e = cudaGraphDebugDotPrint(g, path.c_str(), cudaGraphDebugDotFlagsVerbose); e != cudaSuccess) {
-    (void)cudaGetLastError();  // an unwritable path must not linger as the thread's last error
     throw_cuda(e, detail::format("{}: cudaGraphDebugDotPrint to '{}' (is the path writable?)", op, path));
   }
-}
-
-enum class ConditionalKind { If, While, IfElse, Switch };
-
-[[nodiscard]] constexpr std::string_view name(ConditionalKind k) noexcept {
-  switch (k) {
-    case ConditionalKind::If: return "If";
-    case ConditionalKind::While: return "While";
-    case ConditionalKind::IfElse: return "IfElse";
-    default: return "Switch";
-  }
-}
-
-// What a capturing stream will attach its next node to.
-struct CaptureInfo {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  cudaGraph_t graph = nullptr;
-  const cudaGraphNode_t* deps = nullptr;
-  const cudaGraphEdgeData* edges = nullptr;
-  std::size_t count = 0;
-};
-
-[[nodiscard]] inline CaptureInfo capture_info(cudaStream_t s, std::string_view op) {
-  CaptureInfo i;
-#  if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-  check(cudaStreamGetCaptureInfo(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count), "{}: cudaStreamGetCaptureInfo", op);
-#  else
-  check(cudaStreamGetCaptureInfo_v3(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count), "{}: cudaStreamGetCaptureInfo", op);
-#  endif
-  return i;
-}
-
-#if CUGRAPHS_HAS_CONDITIONAL_NODES
-// Adds a node after the stream's current dependencies and makes it the only one.
-inline void add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGraphNodeParams& params,
-                                std::string_view op) {
-  cudaGraphNode_t node = nullptr;
-#  if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-  check(cudaGraphAddNode(&node, info.graph, info.deps, info.edges, info.count, &params), "{}: cudaGraphAddNode", op);
-  check(cudaStreamUpdateCaptureDependencies(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies), "{}: cudaStreamUpdateCaptureDependencies", op);
-#  else
-  check(cudaGraphAddNode_v2(&node, info.graph, info.deps, info.edges, info.count, &params), "{}: cudaGraphAddNode", op);
-  check(cudaStreamUpdateCaptureDependencies_v2(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies), "{}: cudaStreamUpdateCaptureDependencies", op);
-#  endif
-}
-#endif
-
-// The stream that captures conditional bodies at nesting depth `depth` on `device`; one per
-// thread, since the enclosing levels keep capturing on their own streams meanwhile.
-[[nodiscard]] inline cudaStream_t body_stream(int device, std::size_t depth) {
-  thread_local std::vector<std::vector<std::unique_ptr<Stream>>> streams;
-  const auto index = static_cast<std::size_t>(device);
-  if (streams.size() <= index) streams.resize(index + 1);
-  auto& level = streams[index];
-  if (level.size() <= depth) level.resize(depth + 1);
-  if (!level[depth]) level[depth] = std::make_unique<Stream>(device);
-  return level[depth]->get();
 }
 
 // The run-time checks of an input leaf before staging (Graph::stage_and_launch and
@@ -285,22 +227,18 @@ public:
                            stream_device, device);
 
     auto pool = opts.pool ? opts.pool->impl() : std::make_shared<detail::Pool>(device);
-    auto ctx = std::make_unique<detail::CaptureContext>();
-    ctx->pool = pool;
-    ctx->id = detail::next_capture_id();
-    ctx->stream = stream;
-    ctx->mode = detail::to_cuda(opts.mode);
-    ctx->instantiate = opts.instantiate;
-    pool->begin_capture(ctx->id);
-    if (const cudaError_t e = cudaStreamBeginCapture(stream, ctx->mode); e != cudaSuccess) {
-      pool->end_capture(ctx->id);
-      (void)cudaGetLastError();
+    auto session = std::make_unique<detail::CaptureSession>(pool, stream, detail::to_cuda(opts.mode),
+                                                            detail::name(opts.mode), device, opts.instantiate,
+                                                            this, &abort_from_session);
+    pool->begin_capture(session->id);
+    if (const cudaError_t e = cudaStreamBeginCapture(stream, session->mode); e != cudaSuccess) {
+      pool->end_capture(session->id);
       detail::throw_cuda(e, detail::format("{} (cudaStreamBeginCapture)", op), detail::name(opts.mode));
     }
-    detail::tls_captures.push_back(ctx.get());
+    session->open();
     pool->attach_graph();
     pool_ = std::move(pool);
-    capture_ = std::move(ctx);
+    capture_ = std::move(session);
     mode_ = opts.mode;
     device_ = device;
     moved_from_ = false;
@@ -329,7 +267,6 @@ public:
     close_capture(e == cudaSuccess && g != nullptr);
     if (e != cudaSuccess || g == nullptr) {
       if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
-      (void)cudaGetLastError();
       release_pool();
       detail::throw_cuda(e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated,
                          detail::format("{} (cudaStreamEndCapture)", op), detail::name(mode_));
@@ -357,19 +294,12 @@ public:
   /// empty and reusable. Does nothing when no capture is open.
   void capture_abort() noexcept {
     if (!capture_) return;
-    if (!capture_on_this_thread()) {  // that thread's capture stack points at the record
+    if (!capture_->on_this_thread()) {  // that thread's list of sessions points at it
       detail::report_in_destructor(cudaErrorStreamCaptureWrongThread,
                                    "Graph::capture_abort (the capture belongs to another thread and stays open)");
       return;
     }
-    auto& frames = capture_->conditionals;
-    for (auto it = frames.rbegin(); it != frames.rend(); ++it) {
-      if (it->active < 0) continue;
-      cudaGraph_t body = nullptr;  // the body graph belongs to its node: not destroyed here
-      (void)cudaStreamEndCapture(it->stream, &body);
-    }
-    if (!frames.empty()) detail::tls_current_stream = frames.front().previous_current;
-    frames.clear();
+    capture_->abandon_conditionals();
     cudaGraph_t g = nullptr;
     (void)cudaStreamEndCapture(capture_->stream, &g);
     if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
@@ -395,7 +325,7 @@ public:
       std::lock_guard lock(graph_->m);  // export_dot may be reading the graph on another thread
       const cudaError_t e = cudaGraphInstantiateWithParams(&exec, graph_->graph, &params);
       if (e != cudaSuccess || params.result_out != cudaGraphInstantiateSuccess) {
-        (void)cudaGetLastError();
+        if (e != cudaSuccess) (void)cudaGetLastError();
         detail::raise(Error(e != cudaSuccess ? e : cudaErrorInvalidValue, detail::instantiate_failure(e, params)));
       }
     }
@@ -473,7 +403,8 @@ public:
       detail::throw_misuse(op, "the source graph was captured on device {}, but this graph runs on device {}",
                            source.device_, device_);
     detail::DeviceGuard on(device_);
-    detail::RelaxedCaptureMode relaxed;  // an enclosing capture on this thread must go on
+    std::optional<detail::RelaxedCaptureMode> relaxed;  // an enclosing capture on this thread must go on
+    if (detail::innermost_capture() != nullptr) relaxed.emplace();
     cudaGraphExecUpdateResultInfo info{};
     cudaError_t e = cudaSuccess;
     {
@@ -486,7 +417,7 @@ public:
       result.updated = true;
       return result;
     }
-    (void)cudaGetLastError();
+    (void)cudaGetLastError();  // the failure is answered in the result, not left behind
     if (e != cudaErrorGraphExecUpdateFailure) detail::throw_cuda(e, "Graph::update (cudaGraphExecUpdate)");
     describe_update_failure(result, info, source.graph_->graph);
     if (opts.reinstantiate_on_failure) {
@@ -526,10 +457,8 @@ public:
           void* params[sizeof...(P) + 1] = {static_cast<void*>(std::addressof(value))..., nullptr};
           cudaKernelNodeParams p = node.launch_;
           p.kernelParams = params;
-          if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess) [[unlikely]] {
-            (void)cudaGetLastError();
+          if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess) [[unlikely]]
             detail::throw_cuda(e, "Graph::set_kernel_args (cudaGraphExecKernelNodeSetParams)");
-          }
         },
         values);
   }
@@ -538,7 +467,7 @@ public:
   /// to the device once nothing else holds it). An open capture is aborted. The graph can
   /// capture again afterwards.
   void reset() {
-    if (capture_ && !capture_on_this_thread())
+    if (capture_ && !capture_->on_this_thread())
       detail::throw_misuse("Graph::reset", "this graph's capture was begun on another thread; end or "
                                            "abort it on that thread first");
     capture_abort();
@@ -565,168 +494,40 @@ public:
   }
   [[nodiscard]] bool is_instantiated() const noexcept { return exec_ != nullptr; }
   [[nodiscard]] CaptureMode mode() const noexcept { return mode_; }
-  /// The stream of the open capture (nullptr when not capturing).
-  [[nodiscard]] cudaStream_t capturing_stream() const noexcept {
-    return capture_ ? capture_->stream : nullptr;
-  }
 
-  /// The stream capturing right now: the innermost open conditional body, else the capture
-  /// stream (nullptr when not capturing).
-  [[nodiscard]] cudaStream_t current_capture_stream() const noexcept {
-    if (!capture_) return nullptr;
-    const auto& frames = capture_->conditionals;
-    if (frames.empty()) return capture_->stream;
-    return frames.back().active < 0 ? frames.back().parent : frames.back().stream;
-  }
+  /// The stream capturing now: the innermost open conditional body, else the stream the
+  /// capture began on (CaptureScope::stream() is the same); nullptr when not capturing.
+  [[nodiscard]] cudaStream_t stream() const noexcept { return capture_ ? capture_->now() : nullptr; }
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   /// Adds an if-node reading `*pred` where the capture stands, and captures its body until
   /// end_capture_to_conditional_node(); current_stream() is the body's stream meanwhile.
   void begin_capture_to_if_node(const bool* pred) {
-    if (pred == nullptr) detail::throw_misuse("Graph::begin_capture_to_if_node", "the flag pointer is null");
-    (void)open_conditional(detail::ConditionalKind::If, pred, 1, 1, 0, "Graph::begin_capture_to_if_node");
+    constexpr std::string_view op = "Graph::begin_capture_to_if_node";
+    (void)session(op).open_conditional(detail::ConditionalKind::If, detail::ConditionSource::device_flag(pred), 1, op);
   }
 
   /// Adds a while-node reading `*pred` before the first iteration and at the end of every
   /// iteration, and captures its body until end_capture_to_conditional_node().
   void begin_capture_to_while_node(const bool* pred) {
-    if (pred == nullptr) detail::throw_misuse("Graph::begin_capture_to_while_node", "the flag pointer is null");
-    (void)open_conditional(detail::ConditionalKind::While, pred, 1, 1, 0,
-                           "Graph::begin_capture_to_while_node");
+    constexpr std::string_view op = "Graph::begin_capture_to_while_node";
+    (void)session(op).open_conditional(detail::ConditionalKind::While, detail::ConditionSource::device_flag(pred), 1,
+                                       op);
   }
 
   /// Makes the innermost open while-node re-read its condition from `*pred` at the end of
   /// each iteration.
   void set_conditional_handle_for_current_node(const bool* pred) {
     constexpr std::string_view op = "Graph::set_conditional_handle_for_current_node";
-    auto& f = innermost_conditional(op);
-    if (f.kind != static_cast<int>(detail::ConditionalKind::While))
-      detail::throw_misuse(op, "the innermost conditional node is {}, which does not re-read its "
-                               "condition; only a While node does",
-                           detail::name(static_cast<detail::ConditionalKind>(f.kind)));
-    set_conditional_refresh(f.id, pred, op);
-  }
-
-  // ConditionalScope<While>::set_predicate: the While node of scope `id` re-reads its
-  // condition from `*pred` at the end of every iteration.
-  void set_conditional_refresh(std::uint64_t id, const bool* pred, std::string_view op) {
-    if (pred == nullptr) detail::throw_misuse(op, "the flag pointer is null");
-    auto& f = conditional_frame(id, op);
-    check_flag_readable(pred, op);
-    f.refresh = pred;
+    auto& s = session(op);
+    s.set_refresh(s.innermost(op).id, pred, op);
   }
 
   /// Ends the body of the innermost open conditional node.
   void end_capture_to_conditional_node() {
     constexpr std::string_view op = "Graph::end_capture_to_conditional_node";
-    close_conditional(innermost_conditional(op).id, op);
-  }
-
-  // The machinery of ConditionalScope. `flag` (width 1: bool, 4: unsigned) sets the
-  // condition before the node; null leaves it to kernels, starting at `initial` on every
-  // launch. Returns the id of the new frame.
-  std::uint64_t open_conditional(detail::ConditionalKind kind, const void* flag, unsigned width,
-                                 unsigned bodies, unsigned initial, std::string_view op) {
-    if (!capture_)
-      detail::throw_misuse(op, "no capture is open: a conditional scope must be opened inside a "
-                               "capture (CaptureScope, or between capture_begin and capture_end)");
-    auto& frames = capture_->conditionals;
-    if (!frames.empty() && frames.back().active < 0)
-      detail::throw_misuse(op, "the enclosing Switch scope has no open case; call case_(i) first");
-    if (bodies == 0) detail::throw_misuse(op, "a Switch needs at least one case");
-    if (detail::innermost_capture() != capture_.get())
-      detail::throw_misuse(op, "this graph's capture is not the innermost capture open on this thread "
-                               "(another capture began after it, or it belongs to another thread); open "
-                               "conditional scopes in the innermost capture, on the thread that began it");
-    if (flag != nullptr) {
-      if (reinterpret_cast<std::uintptr_t>(flag) % width != 0)
-        detail::throw_misuse(op, "the flag pointer ({}) is not aligned to {} bytes; a kernel reading it "
-                                 "would fault",
-                             flag, width);
-      check_flag_readable(flag, op);
-    }
-    const cudaStream_t parent = current_capture_stream();
-    detail::ConditionalFrame frame;
-    frame.id = detail::next_capture_id();
-    frame.kind = static_cast<int>(kind);
-    frame.body_count = bodies;
-    frame.captured.assign(bodies, false);
-    frame.parent = parent;
-    // Every conditional body open on this thread, in any capture, needs its own stream.
-    std::size_t depth = 0;
-    for (const auto* c : detail::tls_captures) depth += c->conditionals.size();
-    frame.stream = detail::body_stream(device_, depth);
-    frame.previous_current = detail::tls_current_stream;
-    frame.refresh = kind == detail::ConditionalKind::While ? flag : nullptr;
-    CUGRAPHS_TRY {
-      auto info = detail::capture_info(parent, op);
-      if (info.status != cudaStreamCaptureStatusActive)
-        detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op, detail::name(mode_));
-      detail::check(cudaGraphConditionalHandleCreate(&frame.handle, info.graph, initial,
-                                                     flag != nullptr ? 0u : unsigned{cudaGraphCondAssignDefault}), "{}: cudaGraphConditionalHandleCreate", op);
-      if (flag != nullptr) {
-        detail::launch_set_condition(frame.handle, flag, width, parent, op);
-        info = detail::capture_info(parent, op);
-      }
-      cudaGraphNodeParams params{};
-      params.type = cudaGraphNodeTypeConditional;
-      params.conditional.handle = frame.handle;
-      params.conditional.type = kind == detail::ConditionalKind::While    ? cudaGraphCondTypeWhile
-                                : kind == detail::ConditionalKind::Switch ? cudaGraphCondTypeSwitch
-                                                                          : cudaGraphCondTypeIf;
-      params.conditional.size = bodies;
-      detail::add_node_to_capture(parent, info, params, op);
-      frame.bodies = params.conditional.phGraph_out;
-      frames.push_back(std::move(frame));
-      if (kind != detail::ConditionalKind::Switch) begin_body(frames.back(), 0, op);
-    } CUGRAPHS_CATCH_ALL {
-      capture_abort();  // a half-built node cannot be finished: the capture is discarded
-      CUGRAPHS_RETHROW;
-    }
-    return frames.back().id;
-  }
-
-  // Ends the active body of frame `id` (which must be innermost) and captures body `index`.
-  void switch_conditional_body(std::uint64_t id, unsigned index, std::string_view op) {
-    auto& f = innermost_conditional(op);
-    if (f.id != id) out_of_order(op);
-    if (index >= f.body_count)
-      detail::throw_misuse(op, "body {} is out of range: this node has {}", index, f.body_count);
-    if (f.captured[index]) detail::throw_misuse(op, "body {} was already captured", index);
-    CUGRAPHS_TRY {
-      if (f.active >= 0) end_body(f, op);
-      begin_body(f, index, op);
-    } CUGRAPHS_CATCH_ALL {
-      capture_abort();
-      CUGRAPHS_RETHROW;
-    }
-  }
-
-  // Closes frame `id`, which must be the innermost open one.
-  void close_conditional(std::uint64_t id, std::string_view op) {
-    auto& f = innermost_conditional(op);
-    if (f.id != id) out_of_order(op);
-    CUGRAPHS_TRY {
-      if (f.active >= 0) end_body(f, op);
-    } CUGRAPHS_CATCH_ALL {
-      capture_abort();
-      CUGRAPHS_RETHROW;
-    }
-    detail::tls_current_stream = f.previous_current;
-    capture_->conditionals.pop_back();
-  }
-
-  [[nodiscard]] bool conditional_is_open(std::uint64_t id) const noexcept {
-    if (!capture_) return false;
-    const auto& frames = capture_->conditionals;
-    return std::any_of(frames.begin(), frames.end(), [id](const auto& f) { return f.id == id; });
-  }
-
-  [[nodiscard]] detail::ConditionalFrame& conditional_frame(std::uint64_t id, std::string_view op) {
-    if (capture_)
-      for (auto& f : capture_->conditionals)
-        if (f.id == id) return f;
-    detail::throw_misuse(op, "this conditional scope is closed (or its capture was aborted)");
+    auto& s = session(op);
+    s.close_conditional(s.innermost(op).id, op);
   }
 #endif
 
@@ -757,64 +558,18 @@ private:
                              "(capture_begin/capture_end, CaptureScope or capture())");
   }
 
-#if CUGRAPHS_HAS_CONDITIONAL_NODES
-  detail::ConditionalFrame& innermost_conditional(std::string_view op) {
+  friend class CaptureScope;
+
+  // The open capture, for the conditional machinery.
+  detail::CaptureSession& session(std::string_view op) {
     if (!capture_)
-      detail::throw_misuse(op, "no capture is open on this graph");
-    if (capture_->conditionals.empty())
-      detail::throw_misuse(op, "no conditional scope is open in this capture");
-    return capture_->conditionals.back();
+      detail::throw_misuse(op, "no capture is open on this graph: a conditional scope must be opened inside a "
+                               "capture (CaptureScope, or between capture_begin and capture_end)");
+    return *capture_;
   }
 
-  // Refuses a flag kernels cannot read (host memory), accepting memory that this capture
-  // allocated with cudaMallocAsync: its graph, or a body of an open conditional node,
-  // holds the allocation node.
-  void check_flag_readable(const void* flag, std::string_view op) {
-    detail::check_device_readable(flag, device_, op, "the flag pointer", [&] {
-      if (!capture_) return false;
-      // An invalidated capture has no graph to walk, and whether the flag is memory it
-      // allocated cannot be told: the invalidation is the error to report.
-      cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-      if (const cudaError_t e = cudaStreamIsCapturing(capture_->stream, &status); e != cudaSuccess) {
-        (void)cudaGetLastError();
-        detail::throw_cuda(e, detail::format("{}: cudaStreamIsCapturing", op));
-      }
-      if (status != cudaStreamCaptureStatusActive)
-        detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op, detail::name(mode_));
-      if (detail::graph_allocates(detail::capture_info(capture_->stream, op).graph, flag, op)) return true;
-      for (const auto& f : capture_->conditionals)
-        for (unsigned b = 0; b < f.body_count; ++b)
-          if (f.bodies != nullptr && detail::graph_allocates(f.bodies[b], flag, op)) return true;
-      return false;
-    });
-  }
-
-  [[noreturn]] static void out_of_order(std::string_view op) {
-    detail::throw_misuse(op, "conditional scopes must be closed innermost first: another scope was "
-                             "opened inside this one and is still open");
-  }
-
-  void begin_body(detail::ConditionalFrame& f, unsigned index, std::string_view op) {
-    detail::check(cudaStreamBeginCaptureToGraph(f.stream, f.bodies[index], nullptr, nullptr, 0,
-                                                detail::to_cuda(mode_)), "{}: cudaStreamBeginCaptureToGraph (body {})", op, index);
-    f.active = static_cast<int>(index);
-    f.captured[index] = true;
-    detail::tls_current_stream = f.stream;
-  }
-
-  void end_body(detail::ConditionalFrame& f, std::string_view op) {
-    if (f.refresh != nullptr) detail::launch_set_condition(f.handle, f.refresh, 1, f.stream, op);
-    cudaGraph_t body = nullptr;
-    const cudaError_t e = cudaStreamEndCapture(f.stream, &body);
-    f.active = -1;
-    detail::tls_current_stream = f.previous_current;
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      detail::throw_cuda(e, detail::format("{} (ending the capture of a conditional body)", op),
-                         detail::name(mode_));
-    }
-  }
-#endif
+  // How a session aborts its Graph's capture when a conditional node cannot be finished.
+  static void abort_from_session(Graph& g) noexcept { g.capture_abort(); }
 
   // This graph takes over `source`'s capture (after an update in place, or with source's
   // executable when `instantiated`), its pool share and random-number state; `source` is
@@ -898,9 +653,7 @@ private:
   void attach_rng(detail::GraphRng& r, cudaStream_t stream) {
     constexpr std::string_view op = "Graph::capture_end (RNG)";
     const void* kernel = detail::rng_refresh_kernel.load(std::memory_order_acquire);
-    if (kernel == nullptr)
-      detail::throw_misuse(op, "graph-safe RNG launches a kernel, and no translation unit of this "
-                               "program compiled by nvcc includes <cugraphs/graph.hpp>");
+    if (kernel == nullptr) detail::throw_needs_nvcc(op, "graph-safe RNG");
     r.allocate_ring();
     detail::check(cudaMemsetAsync(r.consumed, 0, sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
     detail::RngRefreshArgs args{r.ring.data(), detail::kRngSlots, static_cast<unsigned>(r.uses.size()),
@@ -927,9 +680,10 @@ private:
     }
   }
 
-  // Pops the open capture from this thread's record and closes it on the pool.
+  // Takes the open capture off this thread's list (restoring the current stream it found)
+  // and closes it on the pool.
   void close_capture(bool produced_graph = false) noexcept {
-    std::erase(detail::tls_captures, capture_.get());
+    capture_->close();
     capture_->pool->end_capture(capture_->id, produced_graph);
     capture_.reset();
     detail::DeferredFrees::instance().drain();
@@ -945,14 +699,7 @@ private:
   void destroy_exec_and_graph() noexcept {
     if (exec_ != nullptr) {
       detail::report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
-      exec_ = nullptr;
-      // Memory of graph allocation nodes goes back to the device too, not only to the
-      // graph memory pool.
-      std::size_t graph_mem = 0;
-      if (cudaDeviceGetGraphMemAttribute(device_, cudaGraphMemAttrReservedMemCurrent, &graph_mem) ==
-              cudaSuccess &&
-          graph_mem != 0)
-        detail::report_in_destructor(cudaDeviceGraphMemTrim(device_), "cudaDeviceGraphMemTrim");
+      exec_ = nullptr;  // its graph memory (cudaMallocAsync in the capture) returns to CUDA's graph pool
     }
     rng_.reset();  // waits until replays in flight have taken their RNG slots
     graph_.reset();
@@ -970,13 +717,8 @@ private:
       rng_->posted_one(stream);
   }
 
-  [[nodiscard]] bool capture_on_this_thread() const noexcept {
-    return std::find(detail::tls_captures.begin(), detail::tls_captures.end(), capture_.get()) !=
-           detail::tls_captures.end();
-  }
-
   void reset_noexcept() noexcept {
-    if (capture_ && !capture_on_this_thread()) {
+    if (capture_ && !capture_->on_this_thread()) {
       // Destroyed on another thread while capturing: the capturing thread still refers to
       // the record, so it is left alive (a small leak) rather than freed under it.
       detail::report_in_destructor(cudaErrorStreamCaptureWrongThread,
@@ -994,6 +736,7 @@ private:
     pool_ = std::move(o.pool_);
     checked_capture_ = std::exchange(o.checked_capture_, 0);
     capture_ = std::move(o.capture_);
+    if (capture_) capture_->owner = this;  // scopes open on the capture follow the move
     rng_ = std::move(o.rng_);
     identity_ = std::move(o.identity_);
     identity_nodes_ = std::move(o.identity_nodes_);
@@ -1010,7 +753,7 @@ private:
   cudaGraphExec_t exec_ = nullptr;  // first: the replay path reads only this
   std::shared_ptr<detail::NativeGraph> graph_;
   std::shared_ptr<detail::Pool> pool_;
-  std::unique_ptr<detail::CaptureContext> capture_;  // set while capturing
+  std::unique_ptr<detail::CaptureSession> capture_;  // set while capturing
   std::unique_ptr<detail::GraphRng> rng_;            // set when the graph draws random numbers
   std::uint64_t checked_capture_ = 0;                // its capture's id, when its pool is checked
   // After update(): the graph exec_ was instantiated from, whose nodes still name the
@@ -1030,13 +773,16 @@ private:
 /// stream. The normal end of the scope ends the capture and instantiates (prefer end(),
 /// which reports failures as an ordinary throw). If an exception leaves the scope, the
 /// capture is aborted: the partial graph is discarded, the stream stops capturing, the
-/// graph stays empty and reusable, and the original exception propagates.
+/// graph stays empty and reusable, and the original exception propagates. The scope
+/// follows its capture: moving the Graph while the scope is open is fine.
 class CaptureScope {
 public:
   explicit CaptureScope(Graph& graph, const CaptureOptions& opts = {})
       : graph_(&graph), uncaught_(std::uncaught_exceptions()) {
     graph.capture_begin(opts);
-    previous_stream_ = std::exchange(detail::tls_current_stream, graph.capturing_stream());
+    detail::CaptureSession& s = *graph.capture_;
+    capture_id_ = s.id;
+    s.push_current(s.stream);
   }
 
   ~CaptureScope() noexcept(false) {
@@ -1051,44 +797,62 @@ public:
   CaptureScope(const CaptureScope&) = delete;
   CaptureScope& operator=(const CaptureScope&) = delete;
 
-  /// The stream capturing now: the innermost open conditional body, else the capture stream.
-  [[nodiscard]] cudaStream_t stream() const noexcept { return graph_->current_capture_stream(); }
-  [[nodiscard]] Graph& graph() const noexcept { return *graph_; }
-  [[nodiscard]] PoolHandle pool() const { return graph_->pool(); }
+  /// The stream capturing now: the innermost open conditional body, else the capture stream
+  /// (nullptr once the capture has ended).
+  [[nodiscard]] cudaStream_t stream() const noexcept {
+    const auto* s = session();
+    return s != nullptr ? s->now() : nullptr;
+  }
+  /// The graph capturing (the one it was moved to, if it moved).
+  [[nodiscard]] Graph& graph() const noexcept {
+    const auto* s = session();
+    return s != nullptr ? *s->owner : *graph_;
+  }
+  [[nodiscard]] PoolHandle pool() const { return graph().pool(); }
 
   /// Ends the capture and instantiates now. After a failure the scope is closed and the
   /// graph empty and reusable.
   void end() {
     constexpr std::string_view op = "CaptureScope::end";
     if (!open_) detail::throw_misuse(op, "the scope has already ended");
-    if (!graph_->is_capturing()) {
-      restore();
-      detail::throw_misuse(op, "the capture was aborted (an exception left a conditional scope, or "
-                               "capture_abort() was called)");
+    detail::CaptureSession* s = session();
+    if (s == nullptr) {
+      open_ = false;
+      detail::throw_misuse(op, "the capture was aborted or ended outside the scope (an exception left a "
+                               "conditional scope, or capture_abort(), capture_end() or reset() was called)");
     }
-    if (const std::size_t n = graph_->open_conditionals(); n != 0)  // the scope stays open
+    if (const std::size_t n = s->conditionals.size(); n != 0)  // the scope stays open
       detail::throw_misuse(op, "{} conditional scope(s) are still open; close them (innermost first) "
                                "before ending the capture",
                            n);
-    restore();
+    open_ = false;
+    s->pop_current();
+    graph_ = s->owner;
     graph_->capture_end();
   }
 
   /// Aborts the capture now: the partial graph is discarded and the graph left empty.
   void abort() noexcept {
     if (!open_) return;
-    restore();
-    graph_->capture_abort();
+    detail::CaptureSession* s = session();
+    open_ = false;
+    if (s != nullptr) {
+      graph_ = s->owner;
+      graph_->capture_abort();  // restores the current stream this scope found
+    }
   }
+
+  /// Identifies the capture this scope began (ConditionalScope finds it by this id).
+  [[nodiscard]] std::uint64_t capture_id() const noexcept { return capture_id_; }
 
 private:
-  void restore() noexcept {
-    open_ = false;
-    detail::tls_current_stream = previous_stream_;
+  // The session of this scope's capture while it is open on this thread, else null.
+  [[nodiscard]] detail::CaptureSession* session() const noexcept {
+    return open_ ? detail::CaptureSession::find(capture_id_) : nullptr;
   }
 
-  Graph* graph_;
-  cudaStream_t previous_stream_ = nullptr;
+  Graph* graph_;  // the graph when the scope opened, or when it last saw its capture
+  std::uint64_t capture_id_ = 0;
   int uncaught_;
   bool open_ = true;
 };
@@ -1131,7 +895,7 @@ UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
 template <class... P>
 [[nodiscard]] KernelNode<P...> captured_kernel_node(void (*kernel)(P...), cudaStream_t stream) {
   constexpr std::string_view op = "captured_kernel_node";
-  const detail::CaptureContext* capture = nullptr;
+  const detail::CaptureSession* capture = nullptr;
   for (const auto* c : detail::tls_captures) {
     if (c->stream == stream) capture = c;
     for (const auto& f : c->conditionals)

@@ -78,8 +78,8 @@ public:
   /// If, While, IfElse: the condition is `*pred` (a device flag).
   ConditionalScope(CaptureScope& scope, const bool* pred)
     requires(!std::same_as<Kind, Switch>)
-      : ConditionalScope(scope, checked_flag(pred), 1,
-                         kind == detail::ConditionalKind::IfElse ? 2u : 1u, 0) {}
+      : ConditionalScope(scope, detail::ConditionSource::device_flag(pred),
+                         kind == detail::ConditionalKind::IfElse ? 2u : 1u) {}
 
   /// The same with the flag as a one-element DeviceSpan.
   ConditionalScope(CaptureScope& scope, DeviceSpan<const bool> pred)
@@ -89,20 +89,21 @@ public:
   /// Switch over `n` cases, selected by `*index` (a device value).
   ConditionalScope(CaptureScope& scope, const unsigned* index, unsigned n)
     requires std::same_as<Kind, Switch>
-      : ConditionalScope(scope, checked_flag(index), 4, n, 0) {}
+      : ConditionalScope(scope, detail::ConditionSource::device_index(index), n) {}
 
   /// The condition is set by kernels through condition(), from `tag.initial` at every launch.
   ConditionalScope(CaptureScope& scope, SetByKernels tag, unsigned cases = 1)
-      : ConditionalScope(scope, nullptr, 0,
+      : ConditionalScope(scope, detail::ConditionSource::set_by_kernels(tag.initial),
                          kind == detail::ConditionalKind::IfElse ? 2u
                          : kind == detail::ConditionalKind::Switch ? cases
-                                                                   : 1u,
-                         tag.initial) {}
+                                                                   : 1u) {}
 
   ~ConditionalScope() noexcept(false) {
-    if (!graph_->conditional_is_open(id_)) return;
+    if (!open_) return;
+    detail::CaptureSession* s = detail::CaptureSession::find(capture_id_);
+    if (s == nullptr || !s->is_open(frame_id_)) return;
     if (std::uncaught_exceptions() > uncaught_) {
-      graph_->capture_abort();  // leaving by exception discards the whole capture
+      s->owner->capture_abort();  // leaving by exception discards the whole capture
     } else {
       end();
     }
@@ -114,18 +115,34 @@ public:
   /// The stream capturing the active body.
   [[nodiscard]] cudaStream_t stream() const { return frame().stream; }
 
-  /// The node's condition, for kernels to set.
-  [[nodiscard]] Condition condition() const { return Condition(frame().handle); }
+  /// The node's condition, for kernels to set. Only on a scope opened with SetByKernels: on a
+  /// scope with a flag, cugraphs sets the condition from the flag (a While at the end of
+  /// every iteration too), which would overwrite what a kernel set.
+  [[nodiscard]] Condition condition() const {
+    const auto& f = frame();
+    if (!f.set_by_kernels)
+      detail::throw_misuse(op(), "this scope's condition is set from its flag before the node{}, which would "
+                                 "overwrite a kernel's set(); open the scope with SetByKernels{{}} to set the "
+                                 "condition from kernels",
+                           kind == detail::ConditionalKind::While ? " and at the end of every iteration" : "");
+    return Condition(f.handle);
+  }
 
-  /// Closes the node. Scopes close innermost first; out of order is an Error.
-  void end() { graph_->close_conditional(id_, op()); }
+  /// Closes the node. Scopes close innermost first; out of order is an Error, and so is
+  /// ending a scope twice.
+  void end() {
+    if (!open_) detail::throw_misuse(op(), "this conditional scope has already ended");
+    session().close_conditional(frame_id_, op());
+    open_ = false;
+  }
 
   /// While: re-read the condition from `*pred` (instead of the constructor's flag) at the end
   /// of every iteration.
   void set_predicate(const bool* pred)
     requires std::same_as<Kind, While>
   {
-    graph_->set_conditional_refresh(id_, pred, op());
+    (void)frame();  // a closed scope says so before a null flag does
+    session().set_refresh(frame_id_, pred, op());
   }
 
   /// IfElse: ends the then-body and captures the else-body. Once only.
@@ -133,40 +150,50 @@ public:
     requires std::same_as<Kind, IfElse>
   {
     if (frame().captured[1]) detail::throw_misuse(op(), "otherwise() was already called");
-    graph_->switch_conditional_body(id_, 1, op());
+    session().switch_body(frame_id_, 1, op());
   }
 
   /// Switch: ends the active case, if any, and captures case `i`. Each case at most once.
   void case_(unsigned i)
     requires std::same_as<Kind, Switch>
   {
-    graph_->switch_conditional_body(id_, i, op());
+    session().switch_body(frame_id_, i, op());
   }
 
 private:
-  ConditionalScope(CaptureScope& scope, const void* flag, unsigned width, unsigned bodies, unsigned initial)
-      : graph_(&scope.graph()), uncaught_(std::uncaught_exceptions()) {
-    id_ = graph_->open_conditional(kind, flag, width, bodies, initial, op());
+  ConditionalScope(CaptureScope& scope, detail::ConditionSource source, unsigned bodies)
+      : capture_id_(scope.capture_id()), uncaught_(std::uncaught_exceptions()) {
+    frame_id_ = session().open_conditional(kind, source, bodies, op());
   }
 
   static std::string op() { return detail::format("ConditionalScope<{}>", detail::name(kind)); }
 
-  template <class T>
-  static const T* checked_flag(const T* flag) {
-    if (flag == nullptr) detail::throw_misuse(op(), "the flag pointer is null");
-    return flag;
-  }
   static const bool* checked_single(DeviceSpan<const bool> pred) {
     if (pred.size() != 1)
       detail::throw_misuse(op(), "the predicate span must hold exactly one flag, it holds {}", pred.size());
     return pred.data();
   }
 
-  detail::ConditionalFrame& frame() const { return graph_->conditional_frame(id_, op()); }
+  // The capture this scope belongs to, while it is open on this thread.
+  detail::CaptureSession& session() const {
+    detail::CaptureSession* s = detail::CaptureSession::find(capture_id_);
+    if (s == nullptr)
+      detail::throw_misuse(op(), "this conditional scope is closed (or its capture was aborted): no capture is "
+                                 "open on this graph");
+    return *s;
+  }
 
-  Graph* graph_;
-  std::uint64_t id_ = 0;
+  detail::ConditionalFrame& frame() const {
+    auto& s = session();
+    if (!s.is_open(frame_id_))
+      detail::throw_misuse(op(), "this conditional scope is closed (or its capture was aborted)");
+    return s.frame(frame_id_, op());
+  }
+
+  std::uint64_t capture_id_;
+  std::uint64_t frame_id_ = 0;
   int uncaught_;
+  bool open_ = true;
 };
 
 #else

@@ -191,8 +191,11 @@ namespace detail {
                 error_hint(e, mode));
 }
 
+// Reports a failed CUDA call. The error is also taken off the thread's last-error slot
+// (cudaGetLastError), so that it does not resurface in the next unrelated check.
 [[noreturn]] inline void throw_cuda(cudaError_t e, std::string_view operation,
                                     std::string_view mode = {}) {
+  (void)cudaGetLastError();
   raise(Error(e, cuda_message(e, operation, mode)));
 }
 

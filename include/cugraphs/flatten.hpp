@@ -2,7 +2,7 @@
 // DeviceSpan<T> leaves becomes a flat, typed tuple of its leaves at compile time, and back.
 #pragma once
 
-#include <cugraphs/memory.hpp>
+#include <cugraphs/span.hpp>
 
 #include <array>
 #include <cstddef>
@@ -11,6 +11,9 @@
 #include <utility>
 
 namespace cugraphs {
+
+template <class T>
+class DeviceBuffer;  // memory.hpp: an owning leaf, allowed in graphed callables' results
 
 /// Opt-in for user aggregates: specialise tree_traits<T> with
 ///   static constexpr bool custom = true;

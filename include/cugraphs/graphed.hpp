@@ -62,6 +62,14 @@ using span_tree_t = typename span_tree<std::remove_cvref_t<T>>::type;
 
 using Owners = std::vector<std::shared_ptr<void>>;
 
+// Whether any leaf of T is a DeviceBuffer.
+template <class Flat>
+inline constexpr bool any_buffer_v = false;
+template <class... Ts>
+inline constexpr bool any_buffer_v<std::tuple<Ts...>> = (is_buffer_v<Ts> || ...);
+template <class T>
+inline constexpr bool has_buffer_leaf_v = any_buffer_v<flat_t<T>>;
+
 // Moves every DeviceBuffer of `tree` into `owners` and returns the tree with spans. Where
 // `bytes` is given, the buffers' bytes are added to it.
 template <class T>
@@ -79,6 +87,11 @@ span_tree_t<T> take_outputs(T&& tree, Owners& owners, std::size_t* bytes = nullp
     }(std::make_index_sequence<std::tuple_size_v<U>>{});
   } else {
     static_assert(leaf_count_v<U> >= 0);  // a tree of spans, or not_a_tree names the type
+    static_assert(!has_buffer_leaf_v<U>,
+                  "cugraphs: a result type opted in through tree_traits holds DeviceBuffer leaves, which "
+                  "a graphed callable cannot take over (it would have to rebuild the type with "
+                  "DeviceSpans). Return the buffers in std::tuple, std::pair or std::array, or keep them "
+                  "elsewhere and return their spans.");
     return tree;
   }
 }
@@ -150,8 +163,10 @@ void warm_up(F& f, int iterations, const Args&... samples) {
 /// checks every input's size (before anything is enqueued), stages the inputs onto the
 /// static buffers (inputs already at their static buffer's address are not copied) and
 /// replays the graph, all in about one graph launch's host cost, and returns the static
-/// outputs (overwritten by the next call). Calls must be ordered: on one stream, or on
-/// streams the caller orders.
+/// outputs (overwritten by the next call). Calls come from one thread at a time and may go
+/// to any streams: CUDA runs the launches of one executable one after another, so each call
+/// stages its own inputs. Ordering across streams is only for the caller's data (inputs
+/// ready on the call's stream, outputs read before the next call overwrites them).
 template <class F, class... Args>
 class GraphedCallable {
 public:

@@ -3,9 +3,10 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
-#include <cugraphs/detail/capture_context.hpp>
+#include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/pool.hpp>
 #include <cugraphs/error.hpp>
+#include <cugraphs/span.hpp>
 #include <cugraphs/stream.hpp>
 
 #include <cuda_runtime_api.h>
@@ -19,13 +20,6 @@
 #include <type_traits>
 #include <utility>
 #include <vector>
-
-#if __has_include(<cuda/std/span>)
-#  include <cuda/std/span>
-#  define CUGRAPHS_HAS_CUDA_STD_SPAN 1
-#else
-#  define CUGRAPHS_HAS_CUDA_STD_SPAN 0
-#endif
 
 namespace cugraphs {
 
@@ -84,46 +78,6 @@ struct PoolOptions {
   return graph_pool_handle(detail::current_device(), opts);
 }
 
-/// A non-owning {pointer, size} view of device memory, passed to kernels by value. The
-/// leaf type of graphed callables.
-template <class T>
-class DeviceSpan {
-public:
-  using element_type = T;
-  using value_type = std::remove_cv_t<T>;
-
-  constexpr DeviceSpan() noexcept = default;
-  constexpr DeviceSpan(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
-  /// DeviceSpan<T> converts to DeviceSpan<const T>.
-  template <class U>
-    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
-  constexpr DeviceSpan(DeviceSpan<U> other) noexcept : data_(other.data()), size_(other.size()) {}
-
-  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr T* data() const noexcept { return data_; }
-  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr std::size_t size() const noexcept { return size_; }
-  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr std::size_t size_bytes() const noexcept {
-    return size_ * sizeof(T);
-  }
-  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr bool empty() const noexcept { return size_ == 0; }
-  CUGRAPHS_HOST_DEVICE constexpr T* begin() const noexcept { return data_; }
-  CUGRAPHS_HOST_DEVICE constexpr T* end() const noexcept { return data_ + size_; }
-  /// Element access; dereferences device memory, so only in device code.
-  CUGRAPHS_HOST_DEVICE constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }
-  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr DeviceSpan subspan(std::size_t offset,
-                                                                  std::size_t count) const noexcept {
-    return {data_ + offset, count};
-  }
-#if CUGRAPHS_HAS_CUDA_STD_SPAN
-  CUGRAPHS_HOST_DEVICE constexpr operator cuda::std::span<T>() const noexcept {  // NOLINT
-    return {data_, size_};
-  }
-#endif
-
-private:
-  T* data_ = nullptr;
-  std::size_t size_ = 0;
-};
-
 /// An owning, move-only array of `count` T in device memory. Made while a capture is open
 /// on this thread, it draws from the capture's pool (its address is baked into the graph
 /// and stays valid after the graph is reset); otherwise it uses stream-ordered allocation
@@ -152,10 +106,7 @@ public:
       data_ = reinterpret_cast<T*>(block_->addr);
     } else {
       void* p = nullptr;
-      if (const cudaError_t e = cudaMallocAsync(&p, bytes(), stream); e != cudaSuccess) {
-        (void)cudaGetLastError();  // a failed allocation must not linger as the thread's last error
-        detail::throw_cuda(e, detail::format("DeviceBuffer: cudaMallocAsync of {} bytes", bytes()));
-      }
+      detail::check(cudaMallocAsync(&p, bytes(), stream), "DeviceBuffer: cudaMallocAsync of {} bytes", bytes());
       data_ = static_cast<T*>(p);
     }
   }

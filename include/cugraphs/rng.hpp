@@ -5,7 +5,7 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
-#include <cugraphs/detail/capture_context.hpp>
+#include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/rng_state.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/memory.hpp>

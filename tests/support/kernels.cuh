@@ -22,6 +22,9 @@ __global__ void step_kernel(float* x, std::size_t n, int k) {
   }
 }
 
+// Adds `v` to one counter: the body kernel of the conditional and reliability tests.
+__global__ void add_to(int* x, int v) { *x += v; }
+
 __global__ void fill_kernel(float* x, std::size_t n, float value) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) x[i] = value + 0.001f * static_cast<float>(i % 1000);

@@ -52,18 +52,20 @@ class DeviceGuard {
 public:
   explicit DeviceGuard(int device) {
     check(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device) check(cudaSetDevice(device), "cudaSetDevice");
+    if (previous_ != device) {
+      check(cudaSetDevice(device), "cudaSetDevice");
+      switched_ = true;
+    }
   }
   ~DeviceGuard() {
-    int now = previous_;
-    if (cudaGetDevice(&now) == cudaSuccess && now != previous_)
-      report_in_destructor(cudaSetDevice(previous_), "cudaSetDevice (restoring the device)");
+    if (switched_) report_in_destructor(cudaSetDevice(previous_), "cudaSetDevice (restoring the device)");
   }
   DeviceGuard(const DeviceGuard&) = delete;
   DeviceGuard& operator=(const DeviceGuard&) = delete;
 
 private:
   int previous_ = 0;
+  bool switched_ = false;  // only then is there a device to restore
 };
 
 // Puts this thread in relaxed capture mode for a scope, so the pool may call cudaMalloc
@@ -125,10 +127,7 @@ inline void check_device_readable(const void* p, int device, std::string_view op
     cudaError_t e = cudaPointerGetAttributes(&attr, p);
     if (e == cudaSuccess && attr.type == cudaMemoryTypeUnregistered)
       e = cudaDeviceGetAttribute(&pageable, cudaDevAttrPageableMemoryAccess, device);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      throw_cuda(e, detail::format("{}: cudaPointerGetAttributes of {}", op, what));
-    }
+    check(e, "{}: cudaPointerGetAttributes of {}", op, what);
     if (attr.type != cudaMemoryTypeUnregistered || pageable != 0 || in_graph_memory()) return;
   }
   throw_misuse(op, "{} ({}) is not device memory: it is host memory that device {} cannot read (a "
@@ -149,10 +148,7 @@ inline void check_device_readable(const void* p, int device, std::string_view op
   RelaxedCaptureMode relaxed;
   const int device = current_device();
   void* p = nullptr;
-  if (const cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
-    (void)cudaGetLastError();
-    throw_cuda(e, detail::format("{}: cudaMalloc of {} bytes", what, bytes));
-  }
+  check(cudaMalloc(&p, bytes), "{}: cudaMalloc of {} bytes", what, bytes);
   return std::shared_ptr<void>(p, [device](void* q) {
     CUGRAPHS_TRY {
       DeviceGuard on(device);

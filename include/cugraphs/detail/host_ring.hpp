@@ -6,12 +6,14 @@
 // the host knows which slots are free again. Its CUDA calls run in relaxed capture mode:
 // a ring may be made or freed, and waited for, while a capture is open on the thread.
 //
-// A wait never spins for ever. It yields for a while, then sleeps between looks, and asks
-// the stream now and then: a failed stream ends the wait with its error, and so does the
-// last launch's stream once it has finished all its work with posts still not taken. CUDA
-// runs the launches of one executable in order, so then no launch will take them: one was
-// lost (a tool that runs the program may lose one) or the executable was changed outside
-// cugraphs. Such posts are given up and the ring starts afresh, so its owner stays usable.
+// A wait never spins for ever. A call waiting for a slot yields for a while, then sleeps
+// between looks, and asks its stream now and then: a failed stream ends the wait with its
+// error, and so does the last launch's stream once it has finished all its work with posts
+// still not taken. CUDA runs the launches of one executable in order, so then no launch
+// will take them: one was lost (a tool that runs the program may lose one) or the
+// executable was changed outside cugraphs. Such posts are given up and the ring starts
+// afresh, so its owner stays usable. The owner's final wait (wait_all) asks no stream,
+// which may be gone by then: it waits for the device.
 #pragma once
 
 #include <cugraphs/detail/device.hpp>
@@ -36,6 +38,7 @@ public:
   /// `slots` slots of `slot_words` words each (the tag first), all zero.
   HostRing(unsigned slots, std::size_t slot_words, std::string_view what) : slots_(slots), slot_words_(slot_words) {
     const std::size_t bytes = (slots * slot_words + 1) * sizeof(unsigned long long);
+    device_ = current_device();
     RelaxedCaptureMode relaxed;
     check(cudaHostAlloc(reinterpret_cast<void**>(&words_), bytes, cudaHostAllocMapped | cudaHostAllocPortable), "{}: cudaHostAlloc", what);
     std::memset(words_, 0, bytes);
@@ -48,7 +51,8 @@ public:
   }
   HostRing(HostRing&& o) noexcept
       : words_(std::exchange(o.words_, nullptr)), slots_(o.slots_), slot_words_(o.slot_words_),
-        posted_(std::exchange(o.posted_, 0)), last_stream_(o.last_stream_), abandoned_(o.abandoned_) {}
+        posted_(std::exchange(o.posted_, 0)), last_stream_(o.last_stream_), device_(o.device_),
+        abandoned_(o.abandoned_) {}
   HostRing& operator=(HostRing&& o) noexcept {
     if (this != &o) {
       HostRing gone(std::move(*this));  // this ring's launches are waited for, then it is freed
@@ -57,6 +61,7 @@ public:
       slot_words_ = o.slot_words_;
       posted_ = std::exchange(o.posted_, 0);
       last_stream_ = o.last_stream_;
+      device_ = o.device_;
       abandoned_ = o.abandoned_;
     }
     return *this;
@@ -105,27 +110,32 @@ public:
     last_stream_ = stream;
   }
 
-  /// Waits until the device has finished with every post, or the stream has failed, or it
-  /// has finished its work with posts still not taken. Those two are reported once, and the
-  /// posts given up: the device will not finish them.
+  /// Waits until the device has finished with every post. The stream of the last launch is
+  /// not asked (its owner may have destroyed it by now): after a short yield, the ring's
+  /// device is waited for as a whole. A failure, or posts still not taken once the device is
+  /// idle, is reported once, and the posts given up: the device will not finish them.
   void wait_all(std::string_view op) noexcept {
     if (words_ == nullptr || abandoned_) return;
-    Waiter w;
-    while (done() < posted_) {
-      if (w.due()) {
-        const cudaError_t e = query(last_stream_);
-        if (e != cudaSuccess && e != cudaErrorNotReady) {
-          report_in_destructor(e, op);
-          abandoned_ = true;
-          return;
-        }
-        if (w.stalled(e == cudaSuccess)) {
-          report_in_destructor(op, [&] { return lost_message(posted_ - done()); });
-          forget_posts();
-          return;
-        }
-      }
-      w.pause();
+    for (unsigned i = 0; i < Waiter::kYields && done() < posted_; ++i) std::this_thread::yield();
+    if (done() >= posted_) return;
+    cudaError_t e = cudaSuccess;
+    {
+      RelaxedCaptureMode relaxed;  // a capture open on this thread must go on
+      int current = 0;
+      e = cudaGetDevice(&current);
+      if (e == cudaSuccess && current != device_) e = cudaSetDevice(device_);
+      if (e == cudaSuccess) e = cudaDeviceSynchronize();
+      if (current != device_) (void)cudaSetDevice(current);
+    }
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      report_in_destructor(e, op);
+      abandoned_ = true;
+      return;
+    }
+    if (done() < posted_) {
+      report_in_destructor(op, [&] { return lost_message(posted_ - done()); });
+      forget_posts();
     }
   }
 
@@ -136,6 +146,7 @@ private:
   // not yet taken never will be (once idle, a stream's writes are all visible).
   class Waiter {
   public:
+    static constexpr unsigned kYields = 4096;
     [[nodiscard]] bool due() const noexcept { return spins_ % 256 == 0 || spins_ > kYields; }
     void pause() noexcept {
       if (++spins_ <= kYields)
@@ -155,7 +166,6 @@ private:
     }
 
   private:
-    static constexpr unsigned kYields = 4096;
     unsigned spins_ = 1;
     bool idle_ = false;  // the stream was idle at every look since idle_since_
     std::chrono::steady_clock::time_point idle_since_{};
@@ -191,7 +201,8 @@ private:
   unsigned slots_ = 0;
   std::size_t slot_words_ = 0;
   std::uint64_t posted_ = 0;
-  cudaStream_t last_stream_ = nullptr;
+  cudaStream_t last_stream_ = nullptr;  // asked only while a call on it is waiting for a slot
+  int device_ = 0;
   bool abandoned_ = false;
 };
 

@@ -13,6 +13,14 @@
 
 namespace cugraphs::detail {
 
+// The one wording for a kernel of the host API that no nvcc-compiled translation unit has
+// registered: `what` names the feature that launches it.
+[[noreturn]] inline void throw_needs_nvcc(std::string_view op, std::string_view what) {
+  throw_misuse(op, "{} launches a kernel, and no translation unit of this program compiled by nvcc includes "
+                   "<cugraphs/graph.hpp>; compile at least one that does with nvcc",
+               what);
+}
+
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 // Sets `handle` from the flag at `flag` (`width` bytes: 1 for bool, 4 for unsigned).
 using SetConditionLauncher = cudaError_t (*)(cudaGraphConditionalHandle handle, const void* flag,
@@ -23,10 +31,7 @@ inline std::atomic<SetConditionLauncher> set_condition_launcher{nullptr};
 inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
                                  cudaStream_t stream, std::string_view op) {
   const SetConditionLauncher launch = set_condition_launcher.load(std::memory_order_acquire);
-  if (launch == nullptr)
-    throw_misuse(op, "setting a condition from a device flag launches a kernel, and no translation "
-                     "unit of this program compiled by nvcc includes <cugraphs/graph.hpp>; compile "
-                     "at least one that does with nvcc");
+  if (launch == nullptr) throw_needs_nvcc(op, "setting a condition from a device flag");
   check(launch(handle, flag, width, stream), "{}: launching the condition kernel", op);
 }
 #endif
@@ -64,10 +69,7 @@ inline std::atomic<StageLauncher> stage_launcher{nullptr};
 
 inline void launch_stage(const StageArgs& args, StagePart part, cudaStream_t stream, std::string_view op) {
   const StageLauncher launch = stage_launcher.load(std::memory_order_acquire);
-  if (launch == nullptr)
-    throw_misuse(op, "staging inputs launches a kernel, and no translation unit of this program "
-                     "compiled by nvcc includes <cugraphs/graph.hpp>; compile at least one that "
-                     "does with nvcc");
+  if (launch == nullptr) throw_needs_nvcc(op, "staging inputs");
   check(launch(args, part, stream), "{}: launching a staging kernel", op);
 }
 

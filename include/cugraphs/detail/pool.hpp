@@ -175,10 +175,7 @@ private:
     DeviceGuard on(device_);
     RelaxedCaptureMode relaxed;  // cudaMalloc is not captured, but would invalidate a Global capture
     void* p = nullptr;
-    if (const cudaError_t e = cudaMalloc(&p, bytes); e != cudaSuccess) {
-      (void)cudaGetLastError();  // an allocation failure must not linger as the thread's last error
-      throw_cuda(e, detail::format("graph pool {}: cudaMalloc of a {} byte segment", id_, bytes));
-    }
+    check(cudaMalloc(&p, bytes), "graph pool {}: cudaMalloc of a {} byte segment", id_, bytes);
     blocks_.add_segment(p, bytes);
   }
 

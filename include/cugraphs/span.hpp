@@ -1,0 +1,59 @@
+// DeviceSpan<T>: a non-owning view of device memory, the leaf type of graphed callables.
+// No CUDA runtime calls: flatten.hpp and kernels include it without the rest of the library.
+#pragma once
+
+#include <cugraphs/config.hpp>
+
+#include <cstddef>
+#include <type_traits>
+
+#if __has_include(<cuda/std/span>)
+#  include <cuda/std/span>
+#  define CUGRAPHS_HAS_CUDA_STD_SPAN 1
+#else
+#  define CUGRAPHS_HAS_CUDA_STD_SPAN 0
+#endif
+
+namespace cugraphs {
+
+/// A non-owning {pointer, size} view of device memory, passed to kernels by value. The
+/// leaf type of graphed callables.
+template <class T>
+class DeviceSpan {
+public:
+  using element_type = T;
+  using value_type = std::remove_cv_t<T>;
+
+  constexpr DeviceSpan() noexcept = default;
+  constexpr DeviceSpan(T* data, std::size_t size) noexcept : data_(data), size_(size) {}
+  /// DeviceSpan<T> converts to DeviceSpan<const T>.
+  template <class U>
+    requires(std::is_same_v<const U, T> && !std::is_same_v<U, T>)
+  constexpr DeviceSpan(DeviceSpan<U> other) noexcept : data_(other.data()), size_(other.size()) {}
+
+  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr T* data() const noexcept { return data_; }
+  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr std::size_t size() const noexcept { return size_; }
+  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr std::size_t size_bytes() const noexcept {
+    return size_ * sizeof(T);
+  }
+  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr bool empty() const noexcept { return size_ == 0; }
+  CUGRAPHS_HOST_DEVICE constexpr T* begin() const noexcept { return data_; }
+  CUGRAPHS_HOST_DEVICE constexpr T* end() const noexcept { return data_ + size_; }
+  /// Element access; dereferences device memory, so only in device code.
+  CUGRAPHS_HOST_DEVICE constexpr T& operator[](std::size_t i) const noexcept { return data_[i]; }
+  [[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr DeviceSpan subspan(std::size_t offset,
+                                                                  std::size_t count) const noexcept {
+    return {data_ + offset, count};
+  }
+#if CUGRAPHS_HAS_CUDA_STD_SPAN
+  CUGRAPHS_HOST_DEVICE constexpr operator cuda::std::span<T>() const noexcept {  // NOLINT
+    return {data_, size_};
+  }
+#endif
+
+private:
+  T* data_ = nullptr;
+  std::size_t size_ = 0;
+};
+
+}  // namespace cugraphs
