@@ -5,6 +5,7 @@
 #include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/detail/launchers.hpp>
+#include <cugraphs/detail/native_graph.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/flatten.hpp>
 #include <cugraphs/memory.hpp>
@@ -60,96 +61,6 @@ namespace detail {
     case CaptureMode::ThreadLocal: return "ThreadLocal";
     case CaptureMode::Relaxed: return "Relaxed";
     default: return "Global";
-  }
-}
-
-[[nodiscard]] constexpr std::string_view node_type_name(cudaGraphNodeType t) noexcept {
-  switch (t) {
-    case cudaGraphNodeTypeKernel: return "kernel";
-    case cudaGraphNodeTypeMemcpy: return "memcpy";
-    case cudaGraphNodeTypeMemset: return "memset";
-    case cudaGraphNodeTypeHost: return "host function";
-    case cudaGraphNodeTypeGraph: return "child graph";
-    case cudaGraphNodeTypeEmpty: return "empty";
-    case cudaGraphNodeTypeWaitEvent: return "event wait";
-    case cudaGraphNodeTypeEventRecord: return "event record";
-    case cudaGraphNodeTypeExtSemaphoreSignal: return "external semaphore signal";
-    case cudaGraphNodeTypeExtSemaphoreWait: return "external semaphore wait";
-    case cudaGraphNodeTypeMemAlloc: return "memory allocation";
-    case cudaGraphNodeTypeMemFree: return "memory free";
-#if CUGRAPHS_HAS_CONDITIONAL_NODES
-    case cudaGraphNodeTypeConditional: return "conditional";
-#endif
-    default: return "unknown";
-  }
-}
-
-// Why cudaGraphInstantiateWithParams failed, in words.
-[[nodiscard]] inline std::string instantiate_failure(cudaError_t e, const cudaGraphInstantiateParams& p) {
-  std::string why;
-  switch (p.result_out) {
-    case cudaGraphInstantiateInvalidStructure:
-      why = "the graph's structure is invalid (for example it has a cycle)";
-      break;
-    case cudaGraphInstantiateNodeOperationNotSupported:
-      why = "a node's operation is not supported by this kind of instantiation";
-      break;
-    case cudaGraphInstantiateMultipleDevicesNotSupported:
-      why = "the graph's nodes belong to more than one device";
-      break;
-    case cudaGraphInstantiateConditionalHandleUnused:
-      why = "a conditional handle was created but no conditional node uses it";
-      break;
-    default:
-      why = detail::format("{} ({})", cudaGetErrorName(e), cudaGetErrorString(e));
-      break;
-  }
-  if (p.errNode_out != nullptr) {
-    cudaGraphNodeType t{};
-    if (cudaGraphNodeGetType(p.errNode_out, &t) == cudaSuccess)
-      why += detail::format("; the failing node is a {} node", node_type_name(t));
-  }
-  return detail::format("cugraphs: Graph::instantiate (cudaGraphInstantiateWithParams) failed: {}.{}",
-                     why, error_hint(e));
-}
-
-// Owns a cudaGraph_t; shared so that export_dot can still write the most recently
-// completed capture after its Graph was reset.
-struct NativeGraph {
-  cudaGraph_t graph;
-  // CUDA graph objects are not internally synchronized, and export_dot may write this one
-  // from another thread: every CUDA call on `graph` made after it is shared (instantiation,
-  // DOT writes) holds this mutex.
-  std::mutex m;
-  explicit NativeGraph(cudaGraph_t g) noexcept : graph(g) {}
-  ~NativeGraph() { report_in_destructor(cudaGraphDestroy(graph), "cudaGraphDestroy"); }
-  NativeGraph(const NativeGraph&) = delete;
-  NativeGraph& operator=(const NativeGraph&) = delete;
-};
-
-class LastCapture {
-public:
-  static LastCapture& instance() {
-    static auto* last = new LastCapture;  // never destroyed: no CUDA call after the runtime's teardown
-    return *last;
-  }
-  void set(std::shared_ptr<NativeGraph> g) {
-    std::lock_guard lock(m_);
-    graph_ = std::move(g);
-  }
-  [[nodiscard]] std::shared_ptr<NativeGraph> get() {
-    std::lock_guard lock(m_);
-    return graph_;
-  }
-
-private:
-  std::mutex m_;
-  std::shared_ptr<NativeGraph> graph_;
-};
-
-inline void write_dot(cudaGraph_t g, const std::string& path, std::string_view op) {
-  if (const cudaError_t e = cudaGraphDebugDotPrint(g, path.c_str(), cudaGraphDebugDotFlagsVerbose); e != cudaSuccess) {
-    throw_cuda(e, detail::format("{}: cudaGraphDebugDotPrint to '{}' (is the path writable?)", op, path));
   }
 }
 
