@@ -183,12 +183,7 @@ private:
     return *s;
   }
 
-  detail::ConditionalFrame& frame() const {
-    auto& s = session();
-    if (!s.is_open(frame_id_))
-      detail::throw_misuse(op(), "this conditional scope is closed (or its capture was aborted)");
-    return s.frame(frame_id_, op());
-  }
+  detail::ConditionalFrame& frame() const { return session().frame(frame_id_, op()); }
 
   std::uint64_t capture_id_;
   std::uint64_t frame_id_ = 0;

@@ -62,13 +62,11 @@ using span_tree_t = typename span_tree<std::remove_cvref_t<T>>::type;
 
 using Owners = std::vector<std::shared_ptr<void>>;
 
-// Whether any leaf of T is a DeviceBuffer.
+// Whether every leaf of a flat tuple is a DeviceSpan (the other leaf kind is DeviceBuffer).
 template <class Flat>
-inline constexpr bool any_buffer_v = false;
+inline constexpr bool all_spans_v = false;
 template <class... Ts>
-inline constexpr bool any_buffer_v<std::tuple<Ts...>> = (is_buffer_v<Ts> || ...);
-template <class T>
-inline constexpr bool has_buffer_leaf_v = any_buffer_v<flat_t<T>>;
+inline constexpr bool all_spans_v<std::tuple<Ts...>> = (is_span_v<Ts> && ...);
 
 // Moves every DeviceBuffer of `tree` into `owners` and returns the tree with spans. Where
 // `bytes` is given, the buffers' bytes are added to it.
@@ -87,7 +85,7 @@ span_tree_t<T> take_outputs(T&& tree, Owners& owners, std::size_t* bytes = nullp
     }(std::make_index_sequence<std::tuple_size_v<U>>{});
   } else {
     static_assert(leaf_count_v<U> >= 0);  // a tree of spans, or not_a_tree names the type
-    static_assert(!has_buffer_leaf_v<U>,
+    static_assert(all_spans_v<flat_t<U>>,
                   "cugraphs: a result type opted in through tree_traits holds DeviceBuffer leaves, which "
                   "a graphed callable cannot take over (it would have to rebuild the type with "
                   "DeviceSpans). Return the buffers in std::tuple, std::pair or std::array, or keep them "
@@ -96,10 +94,6 @@ span_tree_t<T> take_outputs(T&& tree, Owners& owners, std::size_t* bytes = nullp
   }
 }
 
-template <class Flat>
-inline constexpr bool all_spans_v = false;
-template <class... Ts>
-inline constexpr bool all_spans_v<std::tuple<Ts...>> = (is_span_v<Ts> && ...);
 
 struct BuildTag {};
 

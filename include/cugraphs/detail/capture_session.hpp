@@ -300,7 +300,7 @@ public:
   [[nodiscard]] ConditionalFrame& frame(std::uint64_t frame_id, std::string_view op) {
     for (auto& f : conditionals)
       if (f.id == frame_id) return f;
-    throw_misuse(op, "this conditional scope has ended (or its capture was ended or aborted)");
+    throw_misuse(op, "this conditional scope is closed (or its capture was aborted)");
   }
 
   [[nodiscard]] ConditionalFrame& innermost(std::string_view op) {

@@ -121,11 +121,12 @@ public:
     cudaError_t e = cudaSuccess;
     {
       RelaxedCaptureMode relaxed;  // a capture open on this thread must go on
-      int current = 0;
+      int current = device_;
       e = cudaGetDevice(&current);
-      if (e == cudaSuccess && current != device_) e = cudaSetDevice(device_);
+      const bool switched = e == cudaSuccess && current != device_;
+      if (switched) e = cudaSetDevice(device_);
       if (e == cudaSuccess) e = cudaDeviceSynchronize();
-      if (current != device_) (void)cudaSetDevice(current);
+      if (switched) (void)cudaSetDevice(current);
     }
     if (e != cudaSuccess) {
       (void)cudaGetLastError();
