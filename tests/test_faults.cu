@@ -792,7 +792,9 @@ TEST_CASE("Faults: a graphed callable and its pool handle go in either order; th
     for (int round = 0; round < 2; ++round) {
       const MemoryMark mark(round == 1);
       {
-        std::optional<cugraphs::PoolHandle> pool = cugraphs::graph_pool_handle();
+        // A unique_ptr rather than an optional: GCC 12 warns (wrongly) that an optional
+        // PoolHandle may be destroyed uninitialized.
+        auto pool = std::make_unique<cugraphs::PoolHandle>(cugraphs::graph_pool_handle());
         std::unique_ptr<Callable> g;
         {
           cugraphs::GraphedOptions opts;  // holds a copy of the handle until here
@@ -854,7 +856,7 @@ TEST_CASE("Faults: a graphed callable destroyed with calls still queued waits fo
   }
 }
 
-// Takes the next post of a test ring, as the library's head kernels do: if its tag is in
+// Takes the next post of a test ring, as a per-launch ring's head and tail do: if its tag is in
 // place, copies its one value to state[1] and counts it done, in state[0] and in the word
 // after the last slot, where the host reads it.
 __global__ void take_post_kernel(const unsigned long long* ring, unsigned slots, unsigned long long* state,
@@ -883,17 +885,19 @@ TEST_CASE("Faults: posts that no launch takes end the wait with an Error once th
   cugraphs::check(cudaMemset(state.data(), 0, state.bytes()), "clear the state");
   cugraphs::detail::HostRing ring(kSlots, 2, "test ring");
   unsigned long long taken = 0;  // posts the kernel has taken, as the device counts them
-  auto post = [&](unsigned long long value, bool launch) {
-    unsigned long long* slot = ring.next_slot(s, "test ring");
+  // Posts `value` on `on`, and launches the kernel that takes it when `launch`.
+  auto post_on = [&](cudaStream_t on, unsigned long long value, bool launch) {
+    unsigned long long* slot = ring.next_slot(on, "test ring");
     slot[1] = value;
     ring.publish(slot);
     if (launch) {
-      take_post_kernel<<<1, 1, 0, s>>>(ring.data(), kSlots, state.data(), ring.done_word());
+      take_post_kernel<<<1, 1, 0, on>>>(ring.data(), kSlots, state.data(), ring.done_word());
       cugraphs::check_launch("take_post_kernel");
       ++taken;
     }
-    ring.launched(s);
+    ring.launched(on);
   };
+  auto post = [&](unsigned long long value, bool launch) { post_on(s, value, launch); };
   auto device_state = [&] {
     std::vector<unsigned long long> v(2);
     cugraphs::check(cudaMemcpy(v.data(), state.data(), state.bytes(), cudaMemcpyDeviceToHost), "read back");
@@ -940,18 +944,9 @@ TEST_CASE("Faults: posts that no launch takes end the wait with an Error once th
   // here one post is taken on a stream destroyed before the wait, and one is left untaken.
   {
     auto gone = std::make_unique<cugraphs::Stream>();
-    unsigned long long* slot = ring.next_slot(*gone, "test ring");
-    slot[1] = 41;
-    ring.publish(slot);
-    slow_fill_kernel<<<1, kThreads, 0, *gone>>>(nullptr, 0, 0.0f, 20'000'000);
-    take_post_kernel<<<1, 1, 0, *gone>>>(ring.data(), kSlots, state.data(), ring.done_word());
-    cugraphs::check_launch("take_post_kernel");
-    ++taken;
-    ring.launched(*gone);
-    slot = ring.next_slot(*gone, "test ring");
-    slot[1] = 42;
-    ring.publish(slot);
-    ring.launched(*gone);
+    slow_fill_kernel<<<1, kThreads, 0, *gone>>>(nullptr, 0, 0.0f, 20'000'000);  // the take runs after it
+    post_on(*gone, 41, true);
+    post_on(*gone, 42, false);
     gone.reset();  // its work still runs; the handle is gone
     ring.wait_all("test ring: waiting after the stream was destroyed");
     CHECK(ring.posted() == taken);  // the untaken post was given up, the taken one counted

@@ -78,7 +78,7 @@ TEST_CASE("GraphedCallable: 100 calls with fresh inputs give bitwise the eager o
   CHECK(calls == 3 + 1);  // warm-up and capture
   std::size_t nodes = 0;
   cugraphs::check(cudaGraphGetNodes(g.graph().native_graph(), nullptr, &nodes), "count nodes");
-  CHECK(nodes == 10 + 3);  // f's kernels; staging claim, copy and tail
+  CHECK(nodes == 10 + 3);  // f's kernels; the per-launch ring's head and tail, the staging copy
 
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);
@@ -300,6 +300,71 @@ TEST_CASE("GraphedCallable: a call with 70 input leaves stages every leaf into i
   }
   CHECK(g.calls() == 7);
   CHECK(g.staged_copies() == 7u * kWide);
+}
+
+namespace {
+constexpr int kMany = 1024;
+constexpr std::size_t kLeafN = 4;
+struct ManyPointers {
+  const float* p[kMany];  // 8 KiB of kernel parameters (CUDA 12.1 and later take 32 KiB)
+};
+__global__ void leaf_sums(ManyPointers in, const float* extra, float* out) {
+  const int k = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (k >= kMany) return;
+  float s = extra[k % kLeafN];
+  for (std::size_t i = 0; i < kLeafN; ++i) s += static_cast<float>(i + 1) * in.p[k][i];
+  out[k] = s;
+}
+using ManyInputs = std::pair<std::array<In, kMany>, In>;
+}  // namespace
+
+TEST_CASE("GraphedCallable: 1,025 input leaves (an std::array of 1,024 and one more) compile under nvcc, and every "
+          "call stages each leaf",
+          "[graphed][gpu]") {
+  constexpr int kSets = 2;
+  std::vector<DeviceBuffer<float>> storage;
+  std::array<ManyInputs, kSets> sets{};
+  std::array<std::vector<float>, kSets> leaves_host{}, extra_host{};
+  for (int s = 0; s < kSets; ++s) {
+    leaves_host[s].resize(kMany * kLeafN);
+    for (std::size_t i = 0; i < leaves_host[s].size(); ++i)
+      leaves_host[s][i] = static_cast<float>((static_cast<int>(i) * 7 + s * 5) % 11) - 5.0f;
+    extra_host[s] = {1.0f + s, 2.0f - s, 3.0f * s, -4.0f};
+    storage.emplace_back(leaves_host[s].size());
+    storage.back().copy_from_host(leaves_host[s]);
+    for (int k = 0; k < kMany; ++k) sets[s].first[k] = In(storage.back().data() + k * kLeafN, kLeafN);
+    storage.emplace_back(kLeafN);
+    storage.back().copy_from_host(extra_host[s]);
+    sets[s].second = In(storage.back());
+  }
+  DeviceBuffer<float> out(kMany);
+  auto f = [o = out.span()](const ManyInputs& xs) {
+    ManyPointers p{};
+    for (int k = 0; k < kMany; ++k) p.p[k] = xs.first[k].data();
+    leaf_sums<<<kMany / 128, 128, 0, cugraphs::current_stream()>>>(p, xs.second.data(), o.data());
+    std::array<Out, kMany> parts{};  // 1,024 output leaves too
+    for (int k = 0; k < kMany; ++k) parts[k] = Out(o.data() + k, 1);
+    return parts;
+  };
+  auto g = cugraphs::make_graphed_callable(f, sets[0]);
+  static_assert(decltype(g)::input_leaves == kMany + 1);
+  for (int call = 0; call < 5; ++call) {
+    const int s = (call + 1) % kSets;
+    out.copy_from_host(std::vector<float>(kMany, -1e30f));  // poison
+    const auto& parts = g(sets[s]);
+    const auto got = out.to_host();
+    std::size_t wrong = 0;
+    for (int k = 0; k < kMany; ++k) {
+      float expected = extra_host[s][k % kLeafN];
+      for (std::size_t i = 0; i < kLeafN; ++i) expected += static_cast<float>(i + 1) * leaves_host[s][k * kLeafN + i];
+      wrong += got[k] != expected ? 1 : 0;  // small integers: exact
+    }
+    INFO("call " << call << ", input set " << s);
+    REQUIRE(wrong == 0);
+    CHECK(parts[kMany - 1].data() == out.data() + kMany - 1);
+  }
+  CHECK(g.calls() == 5);
+  CHECK(g.staged_copies() == 5u * (kMany + 1));
 }
 
 TEST_CASE("GraphedCallable: a call while a capture is open on the thread is an Error; the capture goes on and the "

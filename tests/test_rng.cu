@@ -8,6 +8,9 @@
 
 #include <curand_kernel.h>
 
+#include <array>
+#include <vector>
+
 using namespace cugraphs_test;
 using cugraphs::DeviceBuffer;
 using cugraphs::Generator;
@@ -125,4 +128,49 @@ TEST_CASE("RNG: bad use is a clear Error", "[rng][gpu]") {
   const auto e = expect_error([] { (void)cugraphs::default_generator(1 << 20); });
   CHECK(e.code() == cudaErrorInvalidDevice);
   CHECK(&cugraphs::default_generator() == &cugraphs::default_generator(0));
+}
+
+namespace {
+__global__ void add_uniforms(float* out, const float* in, std::size_t n, cugraphs::PhiloxArgs args) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const auto [seed, offset] = cugraphs::rng::unpack(args);
+  curandStatePhilox4_32_10_t state;
+  curand_init(seed, i, offset, &state);
+  out[i] = in[i] + curand_uniform(&state);
+}
+}  // namespace
+
+TEST_CASE("RNG: a graphed callable that draws random numbers has one per-launch ring (one head and one tail "
+          "node) and its calls draw bitwise what eager calls draw",
+          "[rng][graphed][gpu]") {
+  constexpr std::size_t n = 3000;
+  Generator a(77), b(77);
+  std::array<DeviceBuffer<float>, 2> inputs{DeviceBuffer<float>(n), DeviceBuffer<float>(n)};
+  for (std::size_t k = 0; k < inputs.size(); ++k) {
+    std::vector<float> v(n);
+    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 3 + k * 17) % 29) - 14.0f;
+    inputs[k].copy_from_host(v);
+  }
+  DeviceBuffer<float> out(n), ref(n);
+  auto f = [&](cugraphs::DeviceSpan<const float> in) {
+    add_uniforms<<<blocks_for(n), kThreads, 0, cugraphs::current_stream()>>>(out.data(), in.data(), n, a.philox(1));
+  };
+  cugraphs::GraphedOptions opts;
+  opts.warmup_iters = 0;  // no eager draws before the capture
+  auto g = cugraphs::make_graphed_callable(opts, f, cugraphs::DeviceSpan<const float>(inputs[0].span()));
+  std::size_t nodes = 0;
+  cugraphs::check(cudaGraphGetNodes(g.graph().native_graph(), nullptr, &nodes), "count nodes");
+  CHECK(nodes == 1 + 3);  // f's kernel; the ring's head and tail, the staging copy
+  for (int call = 0; call < 6; ++call) {
+    const auto& in = inputs[static_cast<std::size_t>(call % 2)];
+    out.copy_from_host(std::vector<float>(n, -1e30f));  // poison
+    g(cugraphs::DeviceSpan<const float>(in.span()));
+    add_uniforms<<<blocks_for(n), kThreads>>>(ref.data(), in.data(), n, b.philox(1));
+    cugraphs::check_launch("add_uniforms");
+    INFO("call " << call);
+    REQUIRE(bitwise_equal(out.to_host(), ref.to_host()));
+  }
+  CHECK(a.offset() == b.offset());
+  CHECK(a.offset() == 6 * 4);
 }

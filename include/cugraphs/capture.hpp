@@ -21,6 +21,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -168,17 +169,30 @@ public:
       detail::throw_misuse(op, "{} conditional scope(s) are still open; close them (innermost "
                                "first) before ending the capture",
                            capture_->conditionals.size());
+    // The per-launch ring's tail is captured last, after all the capture's work (an
+    // invalidated capture fails the launch; cudaStreamEndCapture then says why).
+    cudaError_t tail = cudaSuccess;
+    if (capture_->ring) {
+      CUGRAPHS_TRY {
+        tail = capture_->ring->capture_tail(capture_->stream, op);
+      } CUGRAPHS_CATCH_ALL {
+        capture_abort();
+        CUGRAPHS_RETHROW;
+      }
+    }
     cudaGraph_t g = nullptr;
     const cudaError_t e = cudaStreamEndCapture(capture_->stream, &g);
     const cudaStream_t stream = capture_->stream;
     const std::uint64_t capture_id = capture_->id;
     const bool instantiate_now = capture_->instantiate;
-    std::unique_ptr<detail::GraphRng> rng = std::move(capture_->rng);
-    if (rng) rng->end_capture();
-    close_capture(e == cudaSuccess && g != nullptr);
-    if (e != cudaSuccess || g == nullptr) {
+    std::unique_ptr<detail::LaunchRing> ring = std::move(capture_->ring);
+    if (ring) ring->end_capture();
+    close_capture(e == cudaSuccess && g != nullptr && tail == cudaSuccess);
+    if (e != cudaSuccess || g == nullptr || tail != cudaSuccess) {
       if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
       release_pool();
+      if (e == cudaSuccess && g != nullptr)
+        detail::throw_cuda(tail, detail::format("{}: capturing the per-launch ring's tail kernel", op));
       detail::throw_cuda(e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated,
                          detail::format("{} (cudaStreamEndCapture)", op), detail::name(mode_));
     }
@@ -189,13 +203,13 @@ public:
         pool_->register_graph(capture_id);
         checked_capture_ = capture_id;
       }
-      if (rng) attach_rng(*rng, stream);
+      if (ring) ring->attach_head(graph_->graph, stream, "Graph::capture_end (per-launch ring)");
     } CUGRAPHS_CATCH_ALL {
       graph_.reset();
       release_pool();  // forgets the graph in a checked pool too
       CUGRAPHS_RETHROW;
     }
-    if (rng) rng_ = std::move(rng);
+    if (ring) ring_ = std::move(ring);
     current_capture_ = capture_id;
     detail::LastCapture::instance().set(graph_);
     if (instantiate_now) instantiate();
@@ -252,20 +266,7 @@ public:
   void replay() { replay(current_stream()); }
 
   /// Launches the executable on `stream`, ordered after the work already queued there.
-  void replay(cudaStream_t stream) {
-    if (exec_ == nullptr) [[unlikely]]
-      not_replayable("Graph::replay");
-    if (checked_capture_ != 0) [[unlikely]] {
-      // Checked pool: the check, the launch and its record happen under the pool's lock.
-      // A full RNG ring is waited for first, outside it: that wait lasts until the device
-      // catches up, and must not lock every other thread out of the pool meanwhile (nor
-      // deadlock with device work, such as a host function, that needs the pool).
-      if (rng_) rng_->wait_for_slot(stream);
-      pool_->checked_launch(checked_capture_, stream, [&] { launch(stream); });
-      return;
-    }
-    launch(stream);
-  }
+  void replay(cudaStream_t stream) { replay(stream, false); }
 
   /// The seed's stage_and_launch: copies every leaf of `inputs` onto the matching leaf of
   /// `static_inputs` (all sizes are checked first; leaves already in place are skipped), one
@@ -470,6 +471,8 @@ private:
   }
 
   friend class CaptureScope;
+  template <class, class...>
+  friend class GraphedCallable;
 
   // The open capture, for the conditional machinery.
   detail::CaptureSession& session(std::string_view op) {
@@ -486,8 +489,8 @@ private:
   // executable when `instantiated`), its pool share and random-number state; `source` is
   // left empty.
   void adopt(Graph& source, bool instantiated) noexcept {
-    rng_.reset();  // waits until launches in flight have taken their slots of the old state
-    rng_ = std::move(source.rng_);
+    ring_.reset();  // waits until launches in flight have finished with the old ring
+    ring_ = std::move(source.ring_);
     if (instantiated) {
       detail::report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");  // freed once idle
       exec_ = std::exchange(source.exec_, nullptr);
@@ -559,38 +562,6 @@ private:
                   "{}: cudaMemcpyAsync", op);
   }
 
-  // Puts the RNG refresh kernel at the head of the captured graph (before every root node)
-  // and readies its ring: each replay then reads the (seed, offset) posted for it.
-  void attach_rng(detail::GraphRng& r, cudaStream_t stream) {
-    constexpr std::string_view op = "Graph::capture_end (RNG)";
-    const void* kernel = detail::rng_refresh_kernel.load(std::memory_order_acquire);
-    if (kernel == nullptr) detail::throw_needs_nvcc(op, "graph-safe RNG");
-    r.allocate_ring();
-    detail::check(cudaMemsetAsync(r.consumed, 0, sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
-    detail::RngRefreshArgs args{r.ring.data(), detail::kRngSlots, static_cast<unsigned>(r.uses.size()),
-                                static_cast<unsigned long long*>(r.values), r.consumed, r.ring.done_word()};
-    void* params[] = {&args};
-    cudaKernelNodeParams kp{};
-    kp.func = const_cast<void*>(kernel);
-    kp.gridDim = dim3(1);
-    kp.blockDim = dim3(32);  // the (seed, offset) words are read across the bus in parallel
-    kp.kernelParams = params;
-    const cudaGraph_t g = graph_->graph;
-    std::size_t n = 0;
-    detail::check(cudaGraphGetRootNodes(g, nullptr, &n), "{}: cudaGraphGetRootNodes", op);
-    std::vector<cudaGraphNode_t> roots(n);
-    if (n != 0) detail::check(cudaGraphGetRootNodes(g, roots.data(), &n), "{}: cudaGraphGetRootNodes", op);
-    cudaGraphNode_t head = nullptr;
-    detail::check(cudaGraphAddKernelNode(&head, g, nullptr, 0, &kp), "{}: cudaGraphAddKernelNode", op);
-    for (cudaGraphNode_t root : roots) {
-#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-      detail::check(cudaGraphAddDependencies(g, &head, &root, nullptr, 1), "{}: cudaGraphAddDependencies", op);
-#else
-      detail::check(cudaGraphAddDependencies(g, &head, &root, 1), "{}: cudaGraphAddDependencies", op);
-#endif
-    }
-  }
-
   // Takes the open capture off this thread's list (restoring the current stream it found)
   // and closes it on the pool.
   void close_capture(bool produced_graph = false) noexcept {
@@ -608,24 +579,47 @@ private:
   }
 
   void destroy_exec_and_graph() noexcept {
+    ring_.reset();  // waits until launches in flight have finished with the ring
     if (exec_ != nullptr) {
       detail::report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
       exec_ = nullptr;  // its graph memory (cudaMallocAsync in the capture) returns to CUDA's graph pool
     }
-    rng_.reset();  // waits until replays in flight have taken their RNG slots
     graph_.reset();
     identity_.reset();
     identity_nodes_.clear();
     current_capture_ = instantiated_capture_ = 0;
   }
 
-  void launch(cudaStream_t stream) {
-    if (rng_) [[unlikely]]
-      rng_->post(stream);  // this replay's (seed, offset) of every generator
+  // A replay; with `staged`, a graphed callable has written this launch's input addresses
+  // into the ring's next slot (staging_slot).
+  void replay(cudaStream_t stream, bool staged) {
+    if (exec_ == nullptr) [[unlikely]]
+      not_replayable("Graph::replay");
+    if (checked_capture_ != 0) [[unlikely]] {
+      // Checked pool: the check, the launch and its record happen under the pool's lock.
+      // A full ring is waited for first, outside it: that wait lasts until the device
+      // catches up, and must not lock every other thread out of the pool meanwhile (nor
+      // deadlock with device work, such as a host function, that needs the pool).
+      if (ring_) (void)ring_->staging_slot(stream, "Graph::replay");
+      pool_->checked_launch(checked_capture_, stream, [&] { launch(stream, staged); });
+      return;
+    }
+    launch(stream, staged);
+  }
+
+  void launch(cudaStream_t stream, bool staged) {
+    if (ring_) [[unlikely]]
+      ring_->post(stream, staged, "Graph::replay");  // this launch's (seed, offset) of every generator
     if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
       detail::throw_cuda(e, "Graph::replay (cudaGraphLaunch)");
-    if (rng_) [[unlikely]]
-      rng_->posted_one(stream);
+    if (ring_) [[unlikely]]
+      ring_->launched(stream);
+  }
+
+  // The next launch's input-address words, once its slot is free; replay(stream, true)
+  // then launches with them. For GraphedCallable, whose capture staged its inputs.
+  [[nodiscard]] std::span<unsigned long long> staging_slot(cudaStream_t stream, std::string_view op) {
+    return ring_->staging_slot(stream, op);
   }
 
   void reset_noexcept() noexcept {
@@ -648,7 +642,7 @@ private:
     checked_capture_ = std::exchange(o.checked_capture_, 0);
     capture_ = std::move(o.capture_);
     if (capture_) capture_->owner = this;  // scopes open on the capture follow the move
-    rng_ = std::move(o.rng_);
+    ring_ = std::move(o.ring_);
     identity_ = std::move(o.identity_);
     identity_nodes_ = std::move(o.identity_nodes_);
     current_capture_ = std::exchange(o.current_capture_, 0);
@@ -665,7 +659,7 @@ private:
   std::shared_ptr<detail::NativeGraph> graph_;
   std::shared_ptr<detail::Pool> pool_;
   std::unique_ptr<detail::CaptureSession> capture_;  // set while capturing
-  std::unique_ptr<detail::GraphRng> rng_;            // set when the graph draws random numbers
+  std::unique_ptr<detail::LaunchRing> ring_;         // set when the graph draws random numbers or stages inputs
   std::uint64_t checked_capture_ = 0;                // its capture's id, when its pool is checked
   // After update(): the graph exec_ was instantiated from, whose nodes still name the
   // executable's nodes (graph_ is then the capture applied last); null when it is graph_.

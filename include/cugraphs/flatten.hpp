@@ -104,9 +104,65 @@ struct flat {
 template <class T>
 using flat_t = typename detail::flat<T>::type;
 
+namespace detail {
+
+// Walks over a tree's type without building its flat tuple, which for thousands of leaves
+// would be a std::tuple too deep for the compilers (nvcc stops at about 200 elements): an
+// std::array counts as N times its element.
+template <class T>
+constexpr std::size_t count_leaves() noexcept;
+template <class T>
+constexpr bool only_spans() noexcept;
+
+template <class U, std::size_t... I>
+constexpr std::size_t count_parts(std::index_sequence<I...>) noexcept {
+  return (std::size_t{0} + ... + count_leaves<std::tuple_element_t<I, U>>());
+}
+template <class U, std::size_t... I>
+constexpr bool spans_in_parts(std::index_sequence<I...>) noexcept {
+  return (true && ... && only_spans<std::tuple_element_t<I, U>>());
+}
+
+template <class T>
+constexpr std::size_t count_leaves() noexcept {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (is_span_v<U> || is_buffer_v<U>) {
+    return 1;
+  } else if constexpr (is_array_v<U>) {
+    return std::tuple_size_v<U> * count_leaves<typename U::value_type>();
+  } else if constexpr (is_tuple_like_v<U>) {
+    return count_parts<U>(std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (tree_traits<U>::custom) {
+    return count_leaves<decltype(tree_traits<U>::to_tuple(std::declval<const U&>()))>();
+  } else {
+    return std::tuple_size_v<typename not_a_tree<U>::type>;
+  }
+}
+
+// Whether every leaf of T is a DeviceSpan (the other leaf kind is DeviceBuffer).
+template <class T>
+constexpr bool only_spans() noexcept {
+  using U = std::remove_cvref_t<T>;
+  if constexpr (is_span_v<U>) {
+    return true;
+  } else if constexpr (is_buffer_v<U>) {
+    return false;
+  } else if constexpr (is_array_v<U>) {
+    return only_spans<typename U::value_type>();
+  } else if constexpr (is_tuple_like_v<U>) {
+    return spans_in_parts<U>(std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (tree_traits<U>::custom) {
+    return only_spans<decltype(tree_traits<U>::to_tuple(std::declval<const U&>()))>();
+  } else {
+    return std::tuple_size_v<typename not_a_tree<U>::type> != 0;
+  }
+}
+
+}  // namespace detail
+
 /// How many leaves T has.
 template <class T>
-inline constexpr std::size_t leaf_count_v = std::tuple_size_v<flat_t<T>>;
+inline constexpr std::size_t leaf_count_v = detail::count_leaves<T>();
 
 namespace detail {
 
@@ -141,11 +197,33 @@ void visit_leaves(const T& tree, std::size_t& next, Fn& fn) {
   }
 }
 
+// A copy of `tree` with every leaf replaced by fn(i, leaf), which returns the leaf's type;
+// i counts on from `next` in flatten's order. std::arrays are rebuilt by a loop, so a tree
+// of thousands of leaves stays shallow for the compiler.
+template <class T, class Fn>
+T map_leaves(const T& tree, std::size_t& next, Fn& fn) {
+  if constexpr (is_span_v<T>) {
+    return fn(next++, tree);
+  } else if constexpr (is_array_v<T>) {
+    T out{};
+    for (std::size_t k = 0; k != out.size(); ++k) out[k] = map_leaves(tree[k], next, fn);
+    return out;
+  } else if constexpr (is_tuple_like_v<T>) {
+    return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      return T{map_leaves(std::get<I>(tree), next, fn)...};  // braces: left to right
+    }(std::make_index_sequence<std::tuple_size_v<T>>{});
+  } else if constexpr (tree_traits<T>::custom) {
+    return tree_traits<T>::from_tuple(map_leaves(tree_traits<T>::to_tuple(tree), next, fn));
+  } else {
+    return typename not_a_tree<T>::type{};
+  }
+}
+
 // Where each of Ts' leaves start in their concatenated flat tuple: prefix sums of the
 // leaf counts.
 template <class... Ts>
 constexpr std::array<std::size_t, sizeof...(Ts)> leaf_offsets() {
-  constexpr std::array<std::size_t, sizeof...(Ts)> counts{std::tuple_size_v<typename flat<Ts>::type>...};
+  constexpr std::array<std::size_t, sizeof...(Ts)> counts{count_leaves<Ts>()...};
   std::array<std::size_t, sizeof...(Ts)> offsets{};
   std::size_t sum = 0;
   for (std::size_t k = 0; k != counts.size(); ++k) {  // != : no "k < 0" warning without Ts

@@ -4,7 +4,6 @@
 #pragma once
 
 #include <cugraphs/capture.hpp>
-#include <cugraphs/detail/host_ring.hpp>
 #include <cugraphs/detail/launchers.hpp>
 #include <cugraphs/flatten.hpp>
 #include <cugraphs/memory.hpp>
@@ -16,6 +15,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -62,12 +62,6 @@ using span_tree_t = typename span_tree<std::remove_cvref_t<T>>::type;
 
 using Owners = std::vector<std::shared_ptr<void>>;
 
-// Whether every leaf of a flat tuple is a DeviceSpan (the other leaf kind is DeviceBuffer).
-template <class Flat>
-inline constexpr bool all_spans_v = false;
-template <class... Ts>
-inline constexpr bool all_spans_v<std::tuple<Ts...>> = (is_span_v<Ts> && ...);
-
 // Moves every DeviceBuffer of `tree` into `owners` and returns the tree with spans. Where
 // `bytes` is given, the buffers' bytes are added to it.
 template <class T>
@@ -79,13 +73,22 @@ span_tree_t<T> take_outputs(T&& tree, Owners& owners, std::size_t* bytes = nullp
     if (bytes != nullptr) *bytes += owned->bytes();
     owners.push_back(std::move(owned));
     return span;
-  } else if constexpr (is_tuple_like_v<U> || is_array_v<U>) {
+  } else if constexpr (is_array_v<U>) {
+    span_tree_t<U> out{};  // a loop, not a pack of thousands
+    for (std::size_t k = 0; k != out.size(); ++k) {
+      if constexpr (std::is_lvalue_reference_v<T>)
+        out[k] = take_outputs(tree[k], owners, bytes);
+      else
+        out[k] = take_outputs(std::move(tree[k]), owners, bytes);
+    }
+    return out;
+  } else if constexpr (is_tuple_like_v<U>) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
       return span_tree_t<U>{take_outputs(std::get<I>(std::forward<T>(tree)), owners, bytes)...};
     }(std::make_index_sequence<std::tuple_size_v<U>>{});
   } else {
     static_assert(leaf_count_v<U> >= 0);  // a tree of spans, or not_a_tree names the type
-    static_assert(all_spans_v<flat_t<U>>,
+    static_assert(only_spans<U>(),
                   "cugraphs: a result type opted in through tree_traits holds DeviceBuffer leaves, which "
                   "a graphed callable cannot take over (it would have to rebuild the type with "
                   "DeviceSpans). Return the buffers in std::tuple, std::pair or std::array, or keep them "
@@ -129,10 +132,9 @@ void check_warm_up(std::string_view op, int iterations, const Args&... samples) 
                      "or after capture_end");
   // f runs on the samples eagerly: a sample kernels cannot read would fault the device.
   const int device = current_device();
-  const auto leaves = std::tuple_cat(flatten(samples)...);
-  [&]<std::size_t... I>(std::index_sequence<I...>) {
-    (check_sample_leaf(op, I, std::get<I>(leaves).data(), std::get<I>(leaves).size(), device), ...);
-  }(std::make_index_sequence<std::tuple_size_v<decltype(leaves)>>{});
+  [[maybe_unused]] auto check = [&](std::size_t i, auto leaf) { check_sample_leaf(op, i, leaf.data(), leaf.size(), device); };
+  [[maybe_unused]] std::size_t next = 0;  // unused without samples
+  (visit_leaves(samples, next, check), ...);
 }
 
 template <class F, class... Args>
@@ -167,84 +169,79 @@ public:
   using Result = std::invoke_result_t<F&, const Args&...>;
   /// What calls return: f's result with every DeviceBuffer leaf as a DeviceSpan.
   using Outputs = detail::span_tree_t<Result>;
-  using FlatInputs = decltype(std::tuple_cat(std::declval<flat_t<Args>>()...));
-  static constexpr std::size_t input_leaves = std::tuple_size_v<FlatInputs>;
+  static constexpr std::size_t input_leaves = (std::size_t{0} + ... + detail::count_leaves<Args>());
 
-  static_assert(detail::all_spans_v<FlatInputs>,
+  static_assert((detail::only_spans<Args>() && ...),
                 "cugraphs: graphed callable inputs must be DeviceSpan<T> leaves (pass buffer.span() "
                 "for a DeviceBuffer)");
+  static_assert(input_leaves <= 65535, "cugraphs: a graphed callable stages at most 65,535 input leaves per "
+                                      "call (its staging copy runs one grid row per leaf)");
 
   GraphedCallable(detail::BuildTag, F f, const GraphedOptions& opts, const PoolHandle& pool,
                   const Args&... samples)
-      : f_(std::move(f)), ring_(kSlots, input_leaves + 1, "make_graphed_callable: the staging ring"),
-        checked_pool_(pool.checked() ? pool.impl() : nullptr) {
-    const auto sample_leaves = std::tuple_cat(flatten(samples)...);
+      : f_(std::move(f)), checked_pool_(pool.checked() ? pool.impl() : nullptr) {
+    constexpr std::string_view op = "make_graphed_callable";
     std::array<detail::StageTarget, input_leaves> targets{};
     std::size_t max_bytes = 0;
-    // The staging tables and counters persist across calls, so they stay out of the pool: a
-    // graph captured earlier into a shared pool may use the same blocks as temporaries.
-    constexpr std::string_view what = "make_graphed_callable: staging tables";
-    targets_ = detail::PrivateArray<detail::StageTarget>(std::max<std::size_t>(input_leaves, 1), what);
-    counters_ = detail::PrivateArray<unsigned long long>(2, what);  // calls consumed, this launch's claim
-    sources_ = detail::PrivateArray<const void*>(std::max<std::size_t>(input_leaves, 1), what);
+    // The staging table persists across calls, so it stays out of the pool: a graph captured
+    // earlier into a shared pool may use the same blocks as temporaries.
+    targets_ = detail::PrivateArray<detail::StageTarget>(std::max<std::size_t>(input_leaves, 1), "make_graphed_callable: staging table");
     {
       CaptureOptions co;
       co.pool = pool;
       co.mode = opts.mode;
       CaptureScope scope(graph_, co);
       // Static inputs from the graph's pool, shaped like the samples.
-      FlatInputs statics = make_statics(sample_leaves, std::make_index_sequence<input_leaves>{});
-      static_inputs_.emplace(rebuild_inputs(statics, std::index_sequence_for<Args...>{}));
-      for_each_leaf(statics, [&](std::size_t i, auto leaf) {
+      [[maybe_unused]] std::size_t next = 0;  // unused without inputs
+      [[maybe_unused]] auto make_static = [&](std::size_t, auto leaf) { return static_leaf(leaf); };
+      static_inputs_.emplace(std::tuple<Args...>{detail::map_leaves(samples, next, make_static)...});  // braces: in order
+      [[maybe_unused]] auto record = [&](std::size_t i, auto leaf) {
         targets[i] = {const_cast<void*>(static_cast<const void*>(leaf.data())), leaf.size_bytes()};
         static_ptrs_[i] = leaf.data();
         static_sizes_[i] = leaf.size();
         max_bytes = std::max(max_bytes, leaf.size_bytes());
-      });
-      args_ = {ring_.data(), static_cast<unsigned>(input_leaves), kSlots, targets_.data(), counters_.data(),
-               reinterpret_cast<int*>(counters_.data() + 1), sources_.data(), ring_.done_word(),
+      };
+      next = 0;
+      std::apply([&](const auto&... statics) { (detail::visit_leaves(statics, next, record), ...); }, *static_inputs_);
+      // The head of the graph's per-launch ring takes each call's input addresses; this
+      // copy, captured before f, moves them onto the static inputs.
+      const auto staging = detail::innermost_capture()->launch_ring(op).stage(input_leaves, op);
+      args_ = {targets_.data(), staging.sources, staging.control, static_cast<unsigned>(input_leaves),
                static_cast<unsigned>(std::clamp<std::size_t>(max_bytes / (256 * 16 * 4), 1, 64))};
-      detail::launch_stage(args_, detail::StagePart::Claim, scope.stream(), "make_graphed_callable");
-      if constexpr (input_leaves > 0)
-        detail::launch_stage(args_, detail::StagePart::Copy, scope.stream(), "make_graphed_callable");
+      if constexpr (input_leaves > 0) detail::launch_stage(args_, scope.stream(), op);
       if constexpr (std::is_void_v<Result>) {
         std::apply(f_, *static_inputs_);
         outputs_.emplace();
       } else {
         outputs_.emplace(detail::take_outputs(std::apply(f_, *static_inputs_), owners_));
       }
-      detail::launch_stage(args_, detail::StagePart::Tail, scope.stream(), "make_graphed_callable");
       scope.end();
     }
-    // The tables the staging kernels read, and the samples' values in the static inputs.
+    // The table the staging copy reads, and the samples' values in the static inputs.
     const cudaStream_t s = capture_stream();
     if constexpr (input_leaves > 0)
       detail::check(cudaMemcpyAsync(targets_.data(), targets.data(), sizeof(targets), cudaMemcpyHostToDevice, s),
-                    "make_graphed_callable: staging table");
-    detail::check(cudaMemsetAsync(counters_.data(), 0, counters_.bytes(), s), "make_graphed_callable: counters");
-    for_each_leaf(sample_leaves, [&](std::size_t i, auto leaf) {
+                    "{}: staging table", op);
+    [[maybe_unused]] std::size_t next = 0;
+    [[maybe_unused]] auto copy_sample = [&](std::size_t i, auto leaf) {
       if (leaf.size_bytes() != 0 && leaf.data() != static_ptrs_[i])
         detail::check(cudaMemcpyAsync(targets[i].dst, leaf.data(), leaf.size_bytes(), cudaMemcpyDeviceToDevice, s),
-                      "make_graphed_callable: copying a sample into its static input");
-    });
-    detail::check(cudaStreamSynchronize(s), "make_graphed_callable: initialising the static inputs");
+                      "{}: copying a sample into its static input", op);
+    };
+    (detail::visit_leaves(samples, next, copy_sample), ...);
+    detail::check(cudaStreamSynchronize(s), "{}: initialising the static inputs", op);
   }
 
   GraphedCallable(GraphedCallable&& o) noexcept
-      : f_(std::move(o.f_)), ring_(std::move(o.ring_)), owners_(std::move(o.owners_)),
-        targets_(std::move(o.targets_)), counters_(std::move(o.counters_)), sources_(std::move(o.sources_)),
-        graph_(std::move(o.graph_)),
-        static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
+      : f_(std::move(o.f_)), owners_(std::move(o.owners_)), targets_(std::move(o.targets_)),
+        graph_(std::move(o.graph_)), static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
         static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), args_(o.args_), copies_(o.copies_),
-        checked_pool_(std::move(o.checked_pool_)), names_(o.names_) {}
+        calls_(o.calls_), checked_pool_(std::move(o.checked_pool_)), names_(o.names_) {}
   GraphedCallable& operator=(GraphedCallable&&) = delete;
   GraphedCallable(const GraphedCallable&) = delete;
   GraphedCallable& operator=(const GraphedCallable&) = delete;
-
-  ~GraphedCallable() {
-    // Before any member goes: calls in flight read the ring and the staging tables.
-    ring_.wait_all("GraphedCallable: waiting for calls in flight");
-  }
+  // The graph (declared after the staging table) waits for calls in flight when it goes.
+  ~GraphedCallable() = default;
 
   /// Stages `inputs` and replays on current_stream(); returns the static outputs.
   const Outputs& operator()(const Args&... inputs) { return stage_and_launch(current_stream(), inputs...); }
@@ -267,7 +264,7 @@ public:
 
   const Outputs& stage_and_launch(cudaStream_t stream, const Args&... inputs) {
     const std::string_view op = names_.op;
-    if (!ring_) detail::throw_misuse(op, "this {} was moved from", names_.owner);
+    if (moved_from()) detail::throw_misuse(op, "this {} was moved from", names_.owner);
     // A capture would record the launch once, with this call's slot, and every replay of
     // the enclosing graph would then find no post of its own: calls belong outside captures.
     if (detail::innermost_capture() != nullptr) [[unlikely]]
@@ -275,10 +272,10 @@ public:
                                "(of another graph): each call posts its inputs for one launch, which a "
                                "capture would record once. Call it before capture_begin or after capture_end",
                            names_.owner);
-    // One pass over the leaves checks each and writes its source into the slot. A leaf
-    // that fails its check throws before publish(), so the slot, written in part, is never
-    // seen by the device: the next call takes the same slot and writes it afresh.
-    unsigned long long* slot = ring_.next_slot(stream, op);
+    // One pass over the leaves checks each and writes its address into the next launch's
+    // slot. A leaf that fails its check throws before the slot is published, so the slot,
+    // written in part, is never seen by the device: the next call writes it afresh.
+    const std::span<unsigned long long> slot = graph_.staging_slot(stream, op);
     std::uint64_t copies = 0;
     [[maybe_unused]] auto stage_leaf = [&](std::size_t i, auto leaf) {
       detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op, names_.leaf);
@@ -286,14 +283,13 @@ public:
         checked_pool_->check_read(leaf.data(), leaf.size_bytes(), op);
       const void* src = leaf.data();
       const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
-      slot[1 + i] = copy ? reinterpret_cast<std::uintptr_t>(src) : 0;
+      slot[i] = copy ? reinterpret_cast<std::uintptr_t>(src) : 0;
       copies += copy ? 1 : 0;
     };
     [[maybe_unused]] std::size_t next = 0;  // unused without inputs
     (detail::visit_leaves(inputs, next, stage_leaf), ...);
-    ring_.publish(slot);  // the tag last: the device claims the slot once every source is in place
-    graph_.replay(stream);
-    ring_.launched(stream);
+    graph_.replay(stream, true);  // publishes the slot (its tag last), then launches
+    ++calls_;
     copies_ += copies;
     return *outputs_;
   }
@@ -306,54 +302,34 @@ public:
   [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
   /// How many input leaves calls have copied so far (aliased inputs are not copied).
   [[nodiscard]] std::uint64_t staged_copies() const noexcept { return copies_; }
-  [[nodiscard]] std::uint64_t calls() const noexcept { return ring_.posted(); }
+  [[nodiscard]] std::uint64_t calls() const noexcept { return calls_; }
 
 private:
   template <class, class, class...>
   friend class GraphedPair;
 
-  static constexpr unsigned kSlots = 64;
-
-  template <class Tuple, class Fn>
-  static void for_each_leaf(const Tuple& t, Fn&& fn) {
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      (fn(I, std::get<I>(t)), ...);
-    }(std::make_index_sequence<std::tuple_size_v<Tuple>>{});
-  }
-
-  template <class Samples, std::size_t... I>
-  FlatInputs make_statics(const Samples& samples, std::index_sequence<I...>) {
-    return FlatInputs{static_leaf<std::tuple_element_t<I, FlatInputs>>(std::get<I>(samples).size())...};
-  }
+  [[nodiscard]] bool moved_from() const noexcept { return graph_.native_exec() == nullptr; }
 
   template <class Leaf>
-  Leaf static_leaf(std::size_t count) {
+  Leaf static_leaf(Leaf sample) {
     using Value = typename Leaf::value_type;
-    auto buffer = std::make_shared<DeviceBuffer<Value>>(count);
-    Leaf leaf(buffer->data(), count);
+    auto buffer = std::make_shared<DeviceBuffer<Value>>(sample.size());
+    Leaf leaf(buffer->data(), sample.size());
     owners_.push_back(std::move(buffer));
     return leaf;
   }
 
-  template <std::size_t... A>
-  static std::tuple<Args...> rebuild_inputs(const FlatInputs& statics, std::index_sequence<A...>) {
-    [[maybe_unused]] constexpr auto offsets = detail::leaf_offsets<Args...>();  // unused without inputs
-    return std::tuple<Args...>{detail::unflatten_at<Args, offsets[A]>(statics)...};
-  }
-
   F f_;
-  detail::HostRing ring_;  // before graph_: freed after the graph's executable
-  detail::Owners owners_;  // static inputs and output buffers
+  detail::Owners owners_;                              // static inputs and output buffers
   detail::PrivateArray<detail::StageTarget> targets_;  // outside the pool: see private_device_memory
-  detail::PrivateArray<unsigned long long> counters_;
-  detail::PrivateArray<const void*> sources_;
-  Graph graph_;
+  Graph graph_;  // after the buffers it reads: its ring waits for calls in flight first
   std::optional<std::tuple<Args...>> static_inputs_;
   std::optional<Outputs> outputs_;
   std::array<const void*, input_leaves> static_ptrs_{};
   std::array<std::size_t, input_leaves> static_sizes_{};
   detail::StageArgs args_{};
   std::uint64_t copies_ = 0;
+  std::uint64_t calls_ = 0;
   std::shared_ptr<detail::Pool> checked_pool_;  // set when the pool is checked
   detail::CallNames names_;                     // set by a GraphedPair for its two halves
 };

@@ -6,7 +6,7 @@
 
 #include <cugraphs/config.hpp>
 #include <cugraphs/detail/capture_session.hpp>
-#include <cugraphs/detail/rng_state.hpp>
+#include <cugraphs/detail/launch_ring.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/memory.hpp>
 
@@ -99,15 +99,8 @@ public:
         detail::throw_misuse(op, "random numbers cannot be drawn inside a conditional body: its "
                                  "kernels may run several times per replay with the same arguments "
                                  "and would repeat numbers; draw outside the conditional scope");
-      if (!ctx->rng) ctx->rng = make_graph_rng();
-      auto& r = *ctx->rng;
-      const unsigned i = r.index_of(state_, op);
-      if (reserved > max - r.uses[i].increment)
-        detail::throw_misuse(op, "this graph would draw more than 2^64 values per thread from the "
-                                 "generator; the 64-bit Philox offset would overflow");
-      const PhiloxArgs args{0, r.uses[i].increment, static_cast<const std::uint64_t*>(r.values) + 2 * i};
-      r.uses[i].increment += reserved;
-      return args;
+      const auto d = ctx->launch_ring(op).draw(state_, reserved, op);
+      return PhiloxArgs{0, d.offset, d.words};
     }
     std::lock_guard lock(s.m);
     if (reserved > max - s.offset)
@@ -126,18 +119,6 @@ private:
       detail::throw_misuse(op, "this Generator was moved from and has no state; use the Generator it "
                                "was moved to");
     return *state_;
-  }
-
-  // Called while a capture is open. The (seed, offset) words and the replay counter live
-  // outside the graph's pool: another graph sharing the pool could reuse their blocks.
-  static std::unique_ptr<detail::GraphRng> make_graph_rng() {
-    auto r = std::make_unique<detail::GraphRng>();
-    constexpr std::size_t words = 2 * detail::kMaxGeneratorsPerGraph + 1;
-    auto memory = detail::private_device_memory(words * sizeof(unsigned long long), "Generator::philox");
-    r->values = memory.get();
-    r->consumed = static_cast<unsigned long long*>(memory.get()) + 2 * detail::kMaxGeneratorsPerGraph;
-    r->values_owner = std::move(memory);
-    return r;
   }
 
   std::shared_ptr<detail::GeneratorState> state_;

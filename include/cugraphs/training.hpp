@@ -464,7 +464,7 @@ private:
   }
 
   void check_usable(std::string_view op) const {
-    if (!fwd_ || !fwd_->ring_) detail::throw_misuse(op, "this GraphedPair was moved from");
+    if (!fwd_ || fwd_->moved_from()) detail::throw_misuse(op, "this GraphedPair was moved from");
     if (!bwd_) detail::throw_misuse(op, "this GraphedPair's backward was never captured");
   }
 

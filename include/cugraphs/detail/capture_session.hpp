@@ -1,4 +1,4 @@
-// One open capture: its stream, pool, mode and random-number record, the conditional nodes
+// One open capture: its stream, pool, mode and per-launch ring, the conditional nodes
 // being captured inside it, and the one stack of current streams the capture has set on its
 // thread. Graph owns a session while it captures; CaptureScope and ConditionalScope find it
 // through this thread's list of open sessions (so they follow their Graph when it moves),
@@ -10,7 +10,7 @@
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/detail/launchers.hpp>
 #include <cugraphs/detail/pool.hpp>
-#include <cugraphs/detail/rng_state.hpp>
+#include <cugraphs/detail/launch_ring.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/stream.hpp>
 
@@ -159,8 +159,14 @@ public:
   const int device;
   const bool instantiate;       // capture_end instantiates (CaptureOptions::instantiate)
   Graph* owner;                 // the Graph holding this session; kept current when it moves
-  std::unique_ptr<GraphRng> rng;  // generators drawn from, once one is
+  std::unique_ptr<LaunchRing> ring;  // once the graph draws random numbers or stages inputs
   std::vector<ConditionalFrame> conditionals;  // open conditional nodes, innermost last
+
+  // The graph's per-launch ring, made on first use.
+  [[nodiscard]] LaunchRing& launch_ring(std::string_view op) {
+    if (!ring) ring = std::make_unique<LaunchRing>(op);
+    return *ring;
+  }
 
   // Registers the session as this thread's innermost; close() undoes it.
   void open() { tls_captures.push_back(this); }

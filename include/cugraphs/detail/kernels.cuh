@@ -3,7 +3,6 @@
 
 #include <cugraphs/config.hpp>
 #include <cugraphs/detail/launchers.hpp>
-#include <cugraphs/detail/rng_state.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -54,26 +53,47 @@ __device__ bool block_sees_tag(const unsigned long long* slot, unsigned long lon
   return seen;
 }
 
-// Head of a graphed callable, part 1: claims the next call's slot if the host posted it,
-// and copies its sources to device memory once, so that the copy kernel's threads read
-// device memory rather than the bus. One block: thread 0 reads the tag; after the barrier
-// the block reads the sources in parallel (one round trip over the bus, not one a leaf).
+// The head of the per-launch ring (detail/launch_ring.hpp): takes the next launch's slot
+// if the host posted it, copying the generators' words and the input addresses to device
+// memory. A launch with nothing posted keeps the last numbers and stages nothing.
 template <int = 0>
-__global__ void stage_claim_kernel(StageArgs a) {
-  const unsigned long long next = *a.consumed;
-  const unsigned long long* slot = a.ring + (next % a.slots) * (a.leaves + 1);
-  const bool claim = block_sees_tag(slot, next + 1);
-  if (threadIdx.x == 0) *a.claimed = claim ? 1 : 0;
-  if (!claim) return;
-  for (unsigned i = threadIdx.x; i < a.leaves; i += blockDim.x)
-    a.sources[i] = reinterpret_cast<const void*>(__ldcv(slot + 1 + i));
+__global__ void ring_head_kernel_impl(RingArgs a) {
+  const unsigned long long next = a.control[0];
+  const unsigned long long* slot = a.ring + (next % a.slots) * a.width;
+  const bool took = block_sees_tag(slot, next + 1);
+  if (threadIdx.x == 0) a.control[1] = took ? 1 : 0;
+  if (!took) return;
+  const unsigned rng_words = 2 * a.generators;
+  for (unsigned i = threadIdx.x; i < rng_words + a.leaves; i += blockDim.x) {
+    const unsigned long long w = __ldcv(slot + 1 + i);
+    if (i < rng_words)
+      a.values[i] = w;
+    else
+      a.sources[i - rng_words] = reinterpret_cast<const void*>(w);
+  }
 }
 
-// Head, part 2: copies the claimed slot's sources into the static buffers. Grid: (chunks,
-// leaves).
+// The tail: one more launch has finished with its slot and with everything the ring's owner
+// holds. Captured last, so it runs after every other node of the launch.
+template <int = 0>
+__global__ void ring_tail_kernel(RingArgs a) {
+  if (a.control[1] == 0) return;
+  const unsigned long long done = a.control[0] + 1;
+  a.control[0] = done;
+  *reinterpret_cast<volatile unsigned long long*>(a.host_done) = done;
+  __threadfence_system();
+}
+
+template <int = 0>
+cudaError_t launch_ring_tail_kernel(const RingArgs& a, cudaStream_t stream) {
+  ring_tail_kernel<<<1, 1, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+// The staging copy: copies every input address the head took onto its static buffer.
 template <int = 0>
 __global__ void stage_copy_kernel(StageArgs a) {
-  if (*a.claimed == 0) return;
+  if (a.control[1] == 0) return;
   const unsigned leaf = blockIdx.y;
   const void* src = a.sources[leaf];
   if (src == nullptr) return;  // aliased input: nothing to copy
@@ -92,48 +112,15 @@ __global__ void stage_copy_kernel(StageArgs a) {
   }
 }
 
-// Tail: one more call is done.
 template <int = 0>
-__global__ void stage_done_kernel(StageArgs a) {
-  if (*a.claimed == 0) return;
-  const unsigned long long done = *a.consumed + 1;
-  *a.consumed = done;
-  *reinterpret_cast<volatile unsigned long long*>(a.host_done) = done;
-  __threadfence_system();
-}
-
-template <int = 0>
-cudaError_t launch_stage_kernel(const StageArgs& a, StagePart part, cudaStream_t stream) {
-  switch (part) {
-    case StagePart::Claim: stage_claim_kernel<<<1, stage_claim_threads(a.leaves), 0, stream>>>(a); break;
-    case StagePart::Copy: stage_copy_kernel<<<dim3(a.chunks, a.leaves), 256, 0, stream>>>(a); break;
-    case StagePart::Tail: stage_done_kernel<<<1, 1, 0, stream>>>(a); break;
-  }
+cudaError_t launch_stage_kernel(const StageArgs& a, cudaStream_t stream) {
+  stage_copy_kernel<<<dim3(a.chunks, a.leaves), 256, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
-// Head of a graph that draws random numbers: copies the (seed, offset) pairs posted for this
-// replay into the buffer its kernels read. A launch with nothing posted keeps the last pairs.
-template <int = 0>
-__global__ void rng_refresh_kernel_impl(RngRefreshArgs a) {
-  const unsigned long long next = *a.consumed;
-  const unsigned long long* slot = a.ring + (next % a.slots) * kRngSlotWidth;
-  if (!block_sees_tag(slot, next + 1)) return;
-  for (unsigned i = threadIdx.x; i < 2 * a.generators; i += blockDim.x) a.values[i] = __ldcv(slot + 1 + i);
-  __syncthreads();  // every read of the slot and of *a.consumed is done before the slot is freed
-  if (threadIdx.x == 0) {
-    *a.consumed = next + 1;
-    *reinterpret_cast<volatile unsigned long long*>(a.host_done) = next + 1;
-    __threadfence_system();
-  }
-}
-
-[[maybe_unused]] static const bool rng_registered = [] {
-  rng_refresh_kernel.store(reinterpret_cast<const void*>(&rng_refresh_kernel_impl<>), std::memory_order_release);
-  return true;
-}();
-
-[[maybe_unused]] static const bool stage_registered = [] {
+[[maybe_unused]] static const bool ring_registered = [] {
+  ring_head_kernel.store(reinterpret_cast<const void*>(&ring_head_kernel_impl<>), std::memory_order_release);
+  ring_tail_launcher.store(&launch_ring_tail_kernel<>, std::memory_order_release);
   stage_launcher.store(&launch_stage_kernel<>, std::memory_order_release);
   return true;
 }();

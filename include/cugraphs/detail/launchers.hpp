@@ -1,5 +1,5 @@
-// Kernels the host API needs (setting a conditional handle from a device flag) are
-// compiled by nvcc in any translation unit that includes cugraphs under nvcc, which
+// Kernels the host API needs (setting a conditional handle from a device flag, the head and
+// tail of the per-launch ring, a graphed callable's staging copy) are compiled by nvcc in any translation unit that includes cugraphs under nvcc, which
 // registers them here; host code compiled by another compiler then reaches them too.
 #pragma once
 
@@ -10,6 +10,7 @@
 
 #include <atomic>
 #include <cstddef>
+#include <string_view>
 
 namespace cugraphs::detail {
 
@@ -36,41 +37,50 @@ inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* 
 }
 #endif
 
-// Staging of a graphed callable's inputs, as kernels at the head and the tail of its graph.
-// The host posts call k in slot k % slots of a ring in pinned host memory: the sources
-// first, then the tag k + 1. At the head, a one-block kernel claims the slot of the next
-// call (`consumed` calls so far) if its tag is there and copies the slot's source pointers
-// to device memory, and the copy kernel copies every non-null source to its static buffer;
-// the tail counts the consumed call, on the device and in pinned memory, so the host knows
-// which slots are free again. A launch of the executable that does not come from a call
-// finds no posted slot and stages nothing.
+// The per-launch ring's kernels (detail/launch_ring.hpp). The head, one block, is put
+// before a graph's first node: thread 0 reads the tag of the next launch's slot; after a
+// barrier the block reads the slot's words in parallel (one round trip over the bus, not
+// one a word) into device memory. The tail, captured last, counts the launch done.
+struct RingArgs {
+  const unsigned long long* ring;  // slots x width: the tag, 2 words a generator, 1 a staged leaf
+  unsigned slots;
+  unsigned width;
+  unsigned generators;
+  unsigned leaves;
+  unsigned long long* values;     // 2 x generators (device): read by the captured kernels
+  const void** sources;           // leaves (device): read by the staging copy
+  unsigned long long* control;    // [0] launches taken, [1] this launch took a slot (device)
+  unsigned long long* host_done;  // control[0], mirrored to pinned memory
+};
+// Threads of the head's one block: a warp at least, one a word up to 1024.
+constexpr unsigned head_threads(const RingArgs& a) noexcept {
+  const unsigned words = 2 * a.generators + a.leaves;
+  return words <= 32 ? 32 : words >= 1024 ? 1024 : (words + 31) / 32 * 32;
+}
+inline std::atomic<const void*> ring_head_kernel{nullptr};
+using RingTailLauncher = cudaError_t (*)(const RingArgs& args, cudaStream_t stream);
+inline std::atomic<RingTailLauncher> ring_tail_launcher{nullptr};
+
+// A graphed callable's staging copy, captured before its function: copies every input the
+// head took (a non-null address) onto its static buffer. Grid: (chunks, leaves).
 struct StageTarget {
   void* dst;
   std::size_t bytes;
 };
 struct StageArgs {
-  const unsigned long long* ring;  // slots x (1 tag + leaves sources), pinned and mapped
+  const StageTarget* targets;          // leaves entries (device)
+  const void* const* sources;          // the taken slot's addresses (device, written by the head)
+  const unsigned long long* control;   // the ring's control words: [1] this launch took a slot
   unsigned leaves;
-  unsigned slots;
-  const StageTarget* targets;      // leaves entries (device)
-  unsigned long long* consumed;    // calls consumed so far (device)
-  int* claimed;                    // whether this launch claimed a slot (device)
-  const void** sources;            // the claimed slot's sources, copied to device memory
-  unsigned long long* host_done;   // `consumed`, mirrored to pinned memory
-  unsigned chunks;                 // blocks per leaf
+  unsigned chunks;                     // blocks per leaf
 };
-enum class StagePart { Claim, Copy, Tail };
-// Threads of the claim kernel's one block: a warp at least, one a leaf up to 1024.
-constexpr unsigned stage_claim_threads(unsigned leaves) noexcept {
-  return leaves <= 32 ? 32 : leaves >= 1024 ? 1024 : (leaves + 31) / 32 * 32;
-}
-using StageLauncher = cudaError_t (*)(const StageArgs& args, StagePart part, cudaStream_t stream);
+using StageLauncher = cudaError_t (*)(const StageArgs& args, cudaStream_t stream);
 inline std::atomic<StageLauncher> stage_launcher{nullptr};
 
-inline void launch_stage(const StageArgs& args, StagePart part, cudaStream_t stream, std::string_view op) {
+inline void launch_stage(const StageArgs& args, cudaStream_t stream, std::string_view op) {
   const StageLauncher launch = stage_launcher.load(std::memory_order_acquire);
   if (launch == nullptr) throw_needs_nvcc(op, "staging inputs");
-  check(launch(args, part, stream), "{}: launching a staging kernel", op);
+  check(launch(args, stream), "{}: launching the staging copy", op);
 }
 
 }  // namespace cugraphs::detail
