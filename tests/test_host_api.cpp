@@ -136,3 +136,17 @@ TEST_CASE("Graph::update and set_kernel_args on an empty graph are Errors", "[up
   CHECK(node.index() == 0u);
   CHECK(node.native() == nullptr);
 }
+
+TEST_CASE("GraphSet: collective logs that differ are described by their first difference; equal logs pass",
+          "[graph_set][host]") {
+  const std::vector<int> devices{0, 1, 2};
+  using Logs = std::vector<std::vector<std::string>>;
+  CHECK_FALSE(cugraphs::detail::collective_mismatch(Logs{{"a", "b"}, {"a", "b"}, {"a", "b"}}, devices));
+  CHECK_FALSE(cugraphs::detail::collective_mismatch(Logs{{}}, std::vector<int>{0}));
+  auto m = cugraphs::detail::collective_mismatch(Logs{{"a", "b"}, {"a", "b"}, {"a", "c"}}, devices);
+  REQUIRE(m);
+  CHECK(*m == "collective 1 differs: device 0 captured b, device 2 captured c");
+  m = cugraphs::detail::collective_mismatch(Logs{{"a"}, {"a", "b"}, {"a"}}, devices);
+  REQUIRE(m);
+  CHECK(*m == "device 0 captured 1 collective and device 1 captured 2; the first without a partner is b on device 1");
+}

@@ -127,12 +127,8 @@ public:
     if (cugraphs::is_capturing(stream))
       detail::throw_misuse(op, "the stream is already capturing (captures cannot nest on one "
                                "stream); end that capture first, or capture on another stream");
-    int stream_device = device;
-    {
-      // Another capture may be open on this thread; this query must not invalidate it.
-      detail::RelaxedCaptureMode relaxed;
-      detail::check(cudaStreamGetDevice(stream, &stream_device), "{}: cudaStreamGetDevice (is the stream alive?)", op);
-    }
+    // Another capture may be open on this thread; the query does not invalidate it.
+    const int stream_device = detail::stream_device(stream, op);
     if (stream_device != device)
       detail::throw_misuse(op, "the stream belongs to device {} but device {} is current; make "
                                "the stream's device current before capturing",
@@ -153,6 +149,7 @@ public:
     capture_ = std::move(session);
     mode_ = opts.mode;
     device_ = device;
+    stream_checked_ = false;  // the device may have changed
     moved_from_ = false;
   }
 
@@ -595,6 +592,8 @@ private:
   void replay(cudaStream_t stream, bool staged) {
     if (exec_ == nullptr) [[unlikely]]
       not_replayable("Graph::replay");
+    if (stream != checked_stream_ || !stream_checked_) [[unlikely]]
+      check_replay_stream(stream);
     if (checked_capture_ != 0) [[unlikely]] {
       // Checked pool: the check, the launch and its record happen under the pool's lock.
       // A full ring is waited for first, outside it: that wait lasts until the device
@@ -605,6 +604,24 @@ private:
       return;
     }
     launch(stream, staged);
+  }
+
+  // Refuses a stream of another device than the graph's, before anything is posted or
+  // launched. A stream that passed is remembered, so that replays on it compare one handle;
+  // the default streams, which follow the current device, are asked every time.
+  void check_replay_stream(cudaStream_t stream) {
+    constexpr std::string_view op = "Graph::replay";
+    const bool follows_current = detail::is_default_stream(stream);
+    const int device = detail::stream_device(stream, op);
+    if (device != device_)
+      detail::throw_misuse(op, "the stream belongs to device {} but this graph was captured on device {}; a graph "
+                               "replays only on a stream of its own device{}",
+                           device, device_,
+                           follows_current ? " (a default stream belongs to the current device: make the "
+                                             "graph's device current, or pass a stream made on it)"
+                                           : "");
+    checked_stream_ = stream;
+    stream_checked_ = !follows_current;
   }
 
   void launch(cudaStream_t stream, bool staged) {
@@ -648,6 +665,8 @@ private:
     current_capture_ = std::exchange(o.current_capture_, 0);
     instantiated_capture_ = std::exchange(o.instantiated_capture_, 0);
     upload_stream_ = o.upload_stream_;
+    checked_stream_ = o.checked_stream_;
+    stream_checked_ = std::exchange(o.stream_checked_, false);
     mode_ = o.mode_;
     device_ = o.device_;
     debug_ = o.debug_;
@@ -668,6 +687,10 @@ private:
   std::uint64_t current_capture_ = 0;            // the capture graph_ holds
   std::uint64_t instantiated_capture_ = 0;       // the capture exec_ was instantiated from
   cudaStream_t upload_stream_ = nullptr;
+  // A stream replays were checked to belong to device_ (the default streams are never
+  // remembered: they follow the current device).
+  cudaStream_t checked_stream_ = nullptr;
+  bool stream_checked_ = false;
   CaptureMode mode_ = CaptureMode::Global;
   int device_ = 0;
   bool debug_ = false;

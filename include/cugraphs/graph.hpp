@@ -6,6 +6,7 @@
 #include <cugraphs/stream.hpp>
 #include <cugraphs/memory.hpp>
 #include <cugraphs/capture.hpp>
+#include <cugraphs/graph_set.hpp>
 #include <cugraphs/update.hpp>
 #include <cugraphs/cache.hpp>
 #include <cugraphs/conditional.hpp>

@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -161,6 +162,7 @@ public:
   Graph* owner;                 // the Graph holding this session; kept current when it moves
   std::unique_ptr<LaunchRing> ring;  // once the graph draws random numbers or stages inputs
   std::vector<ConditionalFrame> conditionals;  // open conditional nodes, innermost last
+  std::vector<std::string> collectives;        // collectives captured, in order (cugraphs/nccl.hpp)
 
   // The graph's per-launch ring, made on first use.
   [[nodiscard]] LaunchRing& launch_ring(std::string_view op) {

@@ -81,6 +81,22 @@ private:
   cudaStreamCaptureMode mode_ = cudaStreamCaptureModeRelaxed;
 };
 
+// Whether `stream` is one of the per-device default streams, which belong to whichever
+// device is current when they are used.
+[[nodiscard]] inline bool is_default_stream(cudaStream_t stream) noexcept {
+  return stream == nullptr || stream == cudaStreamLegacy || stream == cudaStreamPerThread;
+}
+
+// The device `stream` belongs to: the current device for a default stream. The query runs
+// in relaxed capture mode, so an open capture on this thread goes on.
+[[nodiscard]] inline int stream_device(cudaStream_t stream, std::string_view op) {
+  if (is_default_stream(stream)) return current_device();
+  int device = 0;
+  RelaxedCaptureMode relaxed;
+  check(cudaStreamGetDevice(stream, &device), "{}: cudaStreamGetDevice (is the stream alive?)", op);
+  return device;
+}
+
 // Whether `p` lies in an allocation made by a memory-allocation node of `graph` or of a
 // child graph inside it. During a capture, cudaMallocAsync returns such an address before
 // any physical memory backs it, and cudaPointerGetAttributes reports it as unregistered.
