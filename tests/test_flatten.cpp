@@ -40,6 +40,19 @@ struct cugraphs::tree_traits<Particles> {
 
 using Leaf = DeviceSpan<float>;
 using CLeaf = DeviceSpan<const float>;
+
+// A custom type whose to_tuple returns references to its members (std::tie).
+struct Tied {
+  Leaf a;
+  CLeaf b;
+};
+template <>
+struct cugraphs::tree_traits<Tied> {
+  static constexpr bool custom = true;
+  static auto to_tuple(const Tied& t) { return std::tie(t.a, t.b); }
+  static Tied from_tuple(const std::tuple<const Leaf&, const CLeaf&>& t) { return {std::get<0>(t), std::get<1>(t)}; }
+};
+
 using Nested = std::tuple<Leaf, std::pair<CLeaf, std::array<Leaf, 3>>, std::tuple<>, std::tuple<DeviceSpan<int>>>;
 
 static_assert(leaf_count_v<Leaf> == 1);
@@ -121,4 +134,24 @@ TEST_CASE("Flatten: visit_leaves walks the leaves flatten gives, in its order an
   cugraphs::detail::visit_leaves(tree, next, check);
   CHECK(visits == leaves);
   CHECK(next == 3 + leaves);
+}
+
+TEST_CASE("Flatten: map_leaves rebuilds a tree with new leaves in flatten's order, through a custom type whose "
+          "to_tuple returns references and over an array of 1,100 leaves",
+          "[flatten]") {
+  using Tree = std::pair<Tied, std::array<Leaf, 1100>>;
+  static_assert(leaf_count_v<Tree> == 1102);
+  Tree t{};
+  t.first = {Leaf(storage, 1), CLeaf(storage + 1, 2)};
+  for (std::size_t k = 0; k < t.second.size(); ++k) t.second[k] = Leaf(storage, k % 7);
+  std::size_t next = 0;
+  auto fn = [](std::size_t i, auto leaf) { return decltype(leaf)(storage + (i % 16), i); };
+  const Tree u = cugraphs::detail::map_leaves(t, next, fn);
+  CHECK(next == 1102);
+  CHECK(same_span(u.first.a, Leaf(storage, 0)));
+  CHECK(same_span(u.first.b, CLeaf(storage + 1, 1)));
+  std::size_t wrong = 0;
+  for (std::size_t k = 0; k < u.second.size(); ++k) wrong += same_span(u.second[k], Leaf(storage + (k + 2) % 16, k + 2)) ? 0 : 1;
+  CHECK(wrong == 0);
+  CHECK(same_span(t.second[5], Leaf(storage, 5)));  // the tree itself is unchanged
 }

@@ -106,7 +106,7 @@ TEST_CASE("NCCL: a training pair whose backward all-reduces its weight gradient 
     for (std::size_t i = 0; i < n; ++i) v[i] = base + static_cast<float>(i % 9);
     return v;
   };
-  DeviceBuffer<float> w(kN), dw(kN), x0(kN);
+  DeviceBuffer<float> w(kN), dw(kN), x0(kN), local(kN);  // local: this rank's gradient, before the average
   w.copy_from_host(host_of(kN, 1.0f));
   x0.copy_from_host(host_of(kN, 2.0f));
   const ncclComm_t comm = comms.on(0);
@@ -116,11 +116,13 @@ TEST_CASE("NCCL: a training pair whose backward all-reduces its weight gradient 
                                                                                      x.size());
     return y;
   };
-  auto backward = [g = dw.span(), comm](In x, In wt, Out, In dy) {
+  // The average lands in dw only through the collective (dw is poisoned before each step):
+  // a backward graph without it would leave the poison.
+  auto backward = [g = dw.span(), mine = local.span(), comm](In x, In wt, Out, In dy) {
     DeviceBuffer<float> dx(x.size());
-    scale_backward<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(dx.data(), g.data(), dy.data(),
-                                                                                      x.data(), wt.data(), x.size());
-    cugraphs::nccl::all_reduce(g, ncclAvg, comm, cugraphs::current_stream());
+    scale_backward<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(
+        dx.data(), mine.data(), dy.data(), x.data(), wt.data(), x.size());
+    cugraphs::nccl::all_reduce(In(mine), g, ncclAvg, comm, cugraphs::current_stream());
     return dx;
   };
   auto pair = cugraphs::make_graphed_pair(forward, backward, cugraphs::requires_grad(In(x0)), cugraphs::param(In(w)));

@@ -487,6 +487,9 @@ private:
   // left empty.
   void adopt(Graph& source, bool instantiated) noexcept {
     ring_.reset();  // waits until launches in flight have finished with the old ring
+    // The source's own launches may still use the ring taken over: this executable's
+    // launches must not run beside them on the same words.
+    if (source.ring_) source.ring_->wait_all("Graph::update: waiting for the source's launches");
     ring_ = std::move(source.ring_);
     if (instantiated) {
       detail::report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");  // freed once idle
@@ -627,8 +630,10 @@ private:
   void launch(cudaStream_t stream, bool staged) {
     if (ring_) [[unlikely]]
       ring_->post(stream, staged, "Graph::replay");  // this launch's (seed, offset) of every generator
-    if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
+    if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]] {
+      if (ring_) ring_->withdraw();  // no launch will take the post (the generators stay advanced)
       detail::throw_cuda(e, "Graph::replay (cudaGraphLaunch)");
+    }
     if (ring_) [[unlikely]]
       ring_->launched(stream);
   }

@@ -197,6 +197,20 @@ void visit_leaves(const T& tree, std::size_t& next, Fn& fn) {
   }
 }
 
+// The tuple (or pair) of T's element types without references or const.
+template <class T>
+struct value_tuple {
+  using type = std::remove_cvref_t<T>;
+};
+template <class... Ts>
+struct value_tuple<std::tuple<Ts...>> {
+  using type = std::tuple<std::remove_cvref_t<Ts>...>;
+};
+template <class A, class B>
+struct value_tuple<std::pair<A, B>> {
+  using type = std::pair<std::remove_cvref_t<A>, std::remove_cvref_t<B>>;
+};
+
 // A copy of `tree` with every leaf replaced by fn(i, leaf), which returns the leaf's type;
 // i counts on from `next` in flatten's order. std::arrays are rebuilt by a loop, so a tree
 // of thousands of leaves stays shallow for the compiler.
@@ -210,10 +224,17 @@ T map_leaves(const T& tree, std::size_t& next, Fn& fn) {
     return out;
   } else if constexpr (is_tuple_like_v<T>) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
+      static_assert((!std::is_reference_v<std::tuple_element_t<I, T>> && ...),
+                    "cugraphs: a tuple of references (std::tie) cannot be rebuilt with new leaves; pass a "
+                    "tuple of DeviceSpan values");
       return T{map_leaves(std::get<I>(tree), next, fn)...};  // braces: left to right
     }(std::make_index_sequence<std::tuple_size_v<T>>{});
   } else if constexpr (tree_traits<T>::custom) {
-    return tree_traits<T>::from_tuple(map_leaves(tree_traits<T>::to_tuple(tree), next, fn));
+    // to_tuple may return references (std::tie): the new leaves go into a tuple of values,
+    // which from_tuple reads (through references, if it takes them) before it returns.
+    using Values = typename value_tuple<decltype(tree_traits<T>::to_tuple(tree))>::type;
+    const Values values(tree_traits<T>::to_tuple(tree));
+    return tree_traits<T>::from_tuple(map_leaves(values, next, fn));
   } else {
     return typename not_a_tree<T>::type{};
   }

@@ -36,11 +36,13 @@ namespace cugraphs::nccl {
 inline void check(ncclResult_t r, std::string_view op) {
   if (r == ncclSuccess) [[likely]]
     return;
+  std::string detail_text;
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 13, 0)
+  if (r == ncclInvalidUsage || r == ncclInvalidArgument) detail_text = detail::format(": {}", ncclGetLastError(nullptr));
+#endif
+  // code() stays cudaSuccess: the failure is NCCL's, named in the message.
   detail::raise(Error(detail::format("cugraphs: {}: NCCL error {} ({}){}", op, static_cast<int>(r),
-                                     ncclGetErrorString(r),
-                                     r == ncclInvalidUsage || r == ncclInvalidArgument
-                                         ? detail::format(": {}", ncclGetLastError(nullptr))
-                                         : std::string())));
+                                     ncclGetErrorString(r), detail_text)));
 }
 
 /// NCCL's data type for T.
@@ -64,7 +66,9 @@ template <class T>
     case ncclProd: return "prod";
     case ncclMax: return "max";
     case ncclMin: return "min";
+#if NCCL_VERSION_CODE >= NCCL_VERSION(2, 10, 0)
     case ncclAvg: return "avg";
+#endif
     default: return "a custom operation";
   }
 }
@@ -108,9 +112,11 @@ private:
 };
 
 namespace detail_nccl {
-// Records a collective in the capture open on this thread, if any.
-inline void record(std::string line) {
-  if (auto* session = cugraphs::detail::innermost_capture()) session->collectives.push_back(std::move(line));
+// Records a collective issued on `stream` in the capture open on this thread, when the
+// stream is capturing (a collective on another stream is not part of this capture).
+inline void record(cudaStream_t stream, std::string line) {
+  auto* session = cugraphs::detail::innermost_capture();
+  if (session != nullptr && cugraphs::is_capturing(stream)) session->collectives.push_back(std::move(line));
 }
 }  // namespace detail_nccl
 
@@ -122,7 +128,7 @@ void all_reduce(DeviceSpan<const T> send, DeviceSpan<T> recv, ncclRedOp_t op, nc
   constexpr std::string_view what = "nccl::all_reduce";
   if (send.size() != recv.size())
     detail::throw_misuse(what, "the send buffer has {} elements but the receive buffer {}", send.size(), recv.size());
-  detail_nccl::record(detail::format("all_reduce of {} x {}-byte elements ({})", send.size(), sizeof(T), name(op)));
+  detail_nccl::record(stream, detail::format("all_reduce of {} x {}-byte elements ({})", send.size(), sizeof(T), name(op)));
   check(ncclAllReduce(send.data(), recv.data(), send.size(), data_type<T>(), op, comm, stream), "ncclAllReduce");
 }
 

@@ -104,6 +104,13 @@ public:
     std::atomic_ref<unsigned long long>(slot[0]).store(posted_ + 1, std::memory_order_release);
   }
 
+  /// Takes back the post published last and not launched (its launch failed): the tag goes,
+  /// and the next post writes the same slot afresh.
+  void withdraw() noexcept {
+    if (words_ == nullptr) return;
+    std::atomic_ref<unsigned long long>(words_[(posted_ % slots_) * slot_words_]).store(0, std::memory_order_release);
+  }
+
   /// Records that the post was launched on `stream`.
   void launched(cudaStream_t stream) noexcept {
     ++posted_;

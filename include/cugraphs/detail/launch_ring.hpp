@@ -127,7 +127,13 @@ public:
   void attach_head(cudaGraph_t g, cudaStream_t stream, std::string_view op) {
     const void* kernel = ring_head_kernel.load(std::memory_order_acquire);
     if (kernel == nullptr) throw_needs_nvcc(op, "a graph that draws random numbers or stages inputs");
-    check(cudaMemsetAsync(control(), 0, kControlWords * sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
+    {
+      // Done before any replay, on whatever stream: the stream is idle, and the wait runs in
+      // relaxed mode for a capture that may be open on this thread.
+      RelaxedCaptureMode relaxed;
+      check(cudaMemsetAsync(control(), 0, kControlWords * sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
+      check(cudaStreamSynchronize(stream), "{}: cudaStreamSynchronize", op);
+    }
     void* params[] = {&args_};
     cudaKernelNodeParams kp{};
     kp.func = const_cast<void*>(kernel);
@@ -170,6 +176,8 @@ public:
     ring_.publish(slot);
   }
   void launched(cudaStream_t stream) noexcept { ring_.launched(stream); }
+  // Takes back the post of a launch that failed: its tag goes, the slot is free again.
+  void withdraw() noexcept { ring_.withdraw(); }
 
   // Waits until every launch posted so far has finished (its tail has run).
   void wait_all(std::string_view op) noexcept { ring_.wait_all(op); }
