@@ -182,8 +182,6 @@ public:
   // Waits until every launch posted so far has finished (its tail has run).
   void wait_all(std::string_view op) noexcept { ring_.wait_all(op); }
 
-  [[nodiscard]] std::size_t generators() const noexcept { return uses_.size(); }
-
 private:
   // control_: [0] launches taken, [1] whether this launch took a slot, then the generators'
   // (seed, offset) pairs.
