@@ -1,6 +1,7 @@
 // Graph (capture, instantiate, replay), CaptureScope and capture(): the core of cugraphs.
 #pragma once
 
+#include <cugraphs/condition.hpp>
 #include <cugraphs/config.hpp>
 #include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/device.hpp>
@@ -36,8 +37,19 @@ namespace cugraphs {
 /// thread; ThreadLocal: only on the capturing thread; Relaxed: nowhere.
 enum class CaptureMode { Global, ThreadLocal, Relaxed };
 
+/// Whether a capture refuses work that escapes it through the legacy default stream (a
+/// kernel launched with <<<grid, block>>> and no stream, a synchronous cudaMemcpy or
+/// cudaMemset, a library call on stream 0) while it is open. Such work would run once,
+/// eagerly, at capture time and be missing from every replay. On: a blocking stream joins
+/// the capture, so CUDA refuses the work (cudaErrorStreamCaptureImplicit) and the capture
+/// fails with an Error that names the legacy default stream; this also refuses legacy-stream
+/// work of other threads while the capture is open. Auto: On in CaptureMode::Global, Off in
+/// ThreadLocal and Relaxed (whose point is to let other threads go on).
+enum class EscapeCheck { Auto, On, Off };
+
 /// How a capture begins. The defaults capture on this thread's capture_stream() of the
-/// current device, into a fresh private pool, in Global mode.
+/// current device, into a fresh private pool, in Global mode, refusing work that escapes to
+/// the legacy default stream.
 struct CaptureOptions {
   std::optional<PoolHandle> pool;  ///< none: a fresh private pool
   CaptureMode mode = CaptureMode::Global;
@@ -45,6 +57,8 @@ struct CaptureOptions {
   /// false: capture_end leaves the graph captured but not instantiated, for instantiate()
   /// later or for Graph::update, which applies it to another graph's executable.
   bool instantiate = true;
+  /// Whether legacy-default-stream work during the capture is refused (see EscapeCheck).
+  EscapeCheck escapes = EscapeCheck::Auto;
 };
 
 namespace detail {
@@ -144,6 +158,20 @@ public:
       detail::throw_cuda(e, detail::format("{} (cudaStreamBeginCapture)", op), detail::name(opts.mode));
     }
     session->open();
+    session->log.mark();
+    const bool guard = opts.escapes == EscapeCheck::On || (opts.escapes == EscapeCheck::Auto && opts.mode == CaptureMode::Global);
+    if (guard) {
+      CUGRAPHS_TRY {
+        session->fork_guard(op);
+      } CUGRAPHS_CATCH_ALL {
+        cudaGraph_t g = nullptr;
+        (void)cudaStreamEndCapture(stream, &g);
+        if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
+        session->close();
+        pool->end_capture(session->id);
+        CUGRAPHS_RETHROW;
+      }
+    }
     pool->attach_graph();
     pool_ = std::move(pool);
     capture_ = std::move(session);
@@ -168,6 +196,11 @@ public:
                            capture_->conditionals.size());
     // The per-launch ring's tail is captured last, after all the capture's work (an
     // invalidated capture fails the launch; cudaStreamEndCapture then says why).
+    // The escape guard joins back first (an invalidated capture fails here and in
+    // cudaStreamEndCapture, which reports it). The error a refused legacy-stream call left
+    // on this thread is read before anything else can replace it.
+    const cudaError_t escaped = cudaPeekAtLastError();
+    (void)capture_->join_guard();
     cudaError_t tail = cudaSuccess;
     if (capture_->ring) {
       CUGRAPHS_TRY {
@@ -182,6 +215,7 @@ public:
     const cudaStream_t stream = capture_->stream;
     const std::uint64_t capture_id = capture_->id;
     const bool instantiate_now = capture_->instantiate;
+    const std::string driver_said = e != cudaSuccess ? capture_->log.since() : std::string{};
     std::unique_ptr<detail::LaunchRing> ring = std::move(capture_->ring);
     if (ring) ring->end_capture();
     close_capture(e == cudaSuccess && g != nullptr && tail == cudaSuccess);
@@ -190,8 +224,13 @@ public:
       release_pool();
       if (e == cudaSuccess && g != nullptr)
         detail::throw_cuda(tail, detail::format("{}: capturing the per-launch ring's tail kernel", op));
-      detail::throw_cuda(e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated,
-                         detail::format("{} (cudaStreamEndCapture)", op), detail::name(mode_));
+      const cudaError_t why = e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated;
+      (void)cudaGetLastError();
+      if (why == cudaErrorStreamCaptureInvalidated && escaped == cudaErrorStreamCaptureImplicit)
+        detail::raise(Error(why, detail::format("cugraphs: {} failed: {} ({}). {}{}", op, cudaGetErrorName(why),
+                                                cudaGetErrorString(why), detail::escape_message(), driver_said)));
+      detail::raise(Error(why, detail::cuda_message(why, detail::format("{} (cudaStreamEndCapture)", op),
+                                                    detail::name(mode_)) + driver_said));
     }
     graph_ = std::make_shared<detail::NativeGraph>(g);
     upload_stream_ = stream;
@@ -222,6 +261,7 @@ public:
       return;
     }
     capture_->abandon_conditionals();
+    (void)capture_->join_guard();
     cudaGraph_t g = nullptr;
     (void)cudaStreamEndCapture(capture_->stream, &g);
     if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
@@ -356,20 +396,29 @@ public:
                   "cugraphs: Graph::set_kernel_args takes one argument per parameter of the node's kernel");
     static_assert((std::is_convertible_v<const A&, std::remove_cvref_t<P>> && ...),
                   "cugraphs: Graph::set_kernel_args: every argument must convert to its kernel parameter's type");
-    constexpr std::string_view op = "Graph::set_kernel_args";
-    if (exec_ == nullptr) [[unlikely]]
-      not_replayable(op);
-    const cudaGraphNode_t target = exec_node(node.capture_, node.index_, node.node_, op);
-    std::tuple<std::remove_cvref_t<P>...> values(static_cast<std::remove_cvref_t<P>>(args)...);
-    std::apply(
-        [&](auto&... value) {
-          void* params[sizeof...(P) + 1] = {static_cast<void*>(std::addressof(value))..., nullptr};
-          cudaKernelNodeParams p = node.launch_;
-          p.kernelParams = params;
-          if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess) [[unlikely]]
-            detail::throw_cuda(e, "Graph::set_kernel_args (cudaGraphExecKernelNodeSetParams)");
-        },
-        values);
+    apply_kernel_args(node, typename KernelNode<P...>::Arguments(static_cast<std::remove_cvref_t<P>>(args)...),
+                      "Graph::set_kernel_args");
+  }
+
+  /// Changes argument `I` of one kernel node in the executable and keeps the others as they
+  /// run now (captured, or as set since): for per-step scalars such as an optimizer's step
+  /// count, `graph.set_kernel_arg<5>(node, step)` before each replay. Launches already queued
+  /// keep what they had. The type is checked at compile time.
+  template <std::size_t I, class... P, class A>
+  void set_kernel_arg(const KernelNode<P...>& node, const A& value) {
+    static_assert(I < sizeof...(P), "cugraphs: Graph::set_kernel_arg<I>: I is not a parameter of the node's kernel");
+    using Param = std::tuple_element_t<I, typename KernelNode<P...>::Arguments>;
+    static_assert(std::is_convertible_v<const A&, Param>,
+                  "cugraphs: Graph::set_kernel_arg<I>: the value must convert to the kernel's parameter I");
+    auto values = node.arguments();
+    std::get<I>(values) = static_cast<Param>(value);
+    apply_kernel_args(node, std::move(values), "Graph::set_kernel_arg");
+  }
+
+  /// Whether `node` was taken in the capture this graph runs (or was instantiated from).
+  template <class... P>
+  [[nodiscard]] bool holds(const KernelNode<P...>& node) const noexcept {
+    return !node.empty() && (node.capture_ == current_capture_ || node.capture_ == instantiated_capture_);
   }
 
   /// Destroys the executable and the graph and lets go of the pool (whose memory returns
@@ -529,6 +578,24 @@ private:
                                detail::describe(r.failure), node);
   }
 
+  template <class... P>
+  void apply_kernel_args(const KernelNode<P...>& node, typename KernelNode<P...>::Arguments values,
+                         std::string_view op) {
+    if (exec_ == nullptr) [[unlikely]]
+      not_replayable(op);
+    const cudaGraphNode_t target = exec_node(node.capture_, node.index_, node.node_, op);
+    std::apply(
+        [&](auto&... value) {
+          void* params[sizeof...(P) + 1] = {static_cast<void*>(std::addressof(value))..., nullptr};
+          cudaKernelNodeParams p = node.launch_;
+          p.kernelParams = params;
+          if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess) [[unlikely]]
+            detail::throw_cuda(e, detail::format("{} (cudaGraphExecKernelNodeSetParams)", op));
+        },
+        values);
+    *node.args_ = std::move(values);  // copies of the node share what the executable runs
+  }
+
   // The node of the graph exec_ was instantiated from that a KernelNode taken in capture
   // `capture` (at `index`, as `node`) stands for.
   cudaGraphNode_t exec_node(std::uint64_t capture, std::size_t index, cudaGraphNode_t node, std::string_view op) {
@@ -558,7 +625,7 @@ private:
   static void copy_leaf(To to, From from, cudaStream_t stream, std::string_view op) {
     if (from.size() == 0 || static_cast<const void*>(from.data()) == static_cast<const void*>(to.data())) return;
     detail::check(cudaMemcpyAsync(const_cast<void*>(static_cast<const void*>(to.data())), from.data(),
-                                  from.size_bytes(), cudaMemcpyDeviceToDevice, stream),
+                                  from.size_bytes(), cudaMemcpyDefault, stream),
                   "{}: cudaMemcpyAsync", op);
   }
 
@@ -775,6 +842,19 @@ public:
     }
   }
 
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+  /// A condition made now, before its node: kernels captured from here on set it
+  /// (Condition::set), and a ConditionalScope opened later at the same nesting level takes
+  /// it, adding no node of its own. It is reset to `initial` at every launch of the graph.
+  [[nodiscard]] Condition make_condition(unsigned initial = 0) {
+    constexpr std::string_view op = "CaptureScope::make_condition";
+    detail::CaptureSession* s = session();
+    if (s == nullptr) detail::throw_misuse(op, "the scope's capture has ended or was aborted");
+    const auto c = s->make_condition(initial, op);
+    return Condition(c.handle, c.graph);
+  }
+#endif
+
   /// Identifies the capture this scope began (ConditionalScope finds it by this id).
   [[nodiscard]] std::uint64_t capture_id() const noexcept { return capture_id_; }
 
@@ -836,10 +916,17 @@ template <class... P>
         detail::throw_misuse(op, "the stream captures a conditional body; nodes inside conditional bodies "
                                  "cannot be changed in the executable: take nodes of the top-level capture");
   }
-  if (capture == nullptr)
-    detail::throw_misuse(op, "the stream is not the stream of a capture open on this thread (CaptureScope::"
-                             "stream()); take the node right after its launch is captured");
   const auto info = detail::capture_info(stream, op);
+  if (capture == nullptr && info.status == cudaStreamCaptureStatusActive) {
+    // A stream forked from a capture's stream (it waited on an event recorded there): it
+    // captures into that capture's graph.
+    for (const auto* c : detail::tls_captures)
+      if (detail::capture_info(c->stream, op).graph == info.graph) capture = c;
+  }
+  if (capture == nullptr)
+    detail::throw_misuse(op, "the stream is not capturing for a capture open on this thread (CaptureScope::"
+                             "stream(), or a stream forked from it); take the node right after its launch is "
+                             "captured");
   if (info.status != cudaStreamCaptureStatusActive)
     detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op);
   if (info.count != 1)
@@ -867,6 +954,8 @@ template <class... P>
   k.launch_.gridDim = p.gridDim;
   k.launch_.blockDim = p.blockDim;
   k.launch_.sharedMemBytes = p.sharedMemBytes;
+  k.args_ = std::make_shared<typename KernelNode<P...>::Arguments>(
+      detail::read_kernel_args<std::remove_cvref_t<P>...>(p.kernelParams, std::index_sequence_for<P...>{}));
   return k;
 }
 

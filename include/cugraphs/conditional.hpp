@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cugraphs/capture.hpp>
+#include <cugraphs/condition.hpp>
 #include <cugraphs/config.hpp>
 #include <cugraphs/memory.hpp>
 
@@ -21,25 +22,6 @@ struct Switch {};
 /// every launch of the graph.
 struct SetByKernels {
   unsigned initial = 0;
-};
-
-/// A conditional node's condition, passed to kernels by value. Device code calls set().
-class Condition {
-public:
-  Condition() = default;
-#if CUGRAPHS_HAS_CONDITIONAL_NODES
-  explicit Condition(cudaGraphConditionalHandle h) noexcept : handle_(h) {}
-  [[nodiscard]] cudaGraphConditionalHandle handle() const noexcept { return handle_; }
-#  if defined(__CUDACC__)
-  /// Sets the condition: for a While, whether another iteration runs after this one.
-  __device__ void set(bool value) const { cudaGraphSetConditional(handle_, value ? 1u : 0u); }
-  /// Sets the condition to a value: for a Switch, the case to run.
-  __device__ void set(unsigned value) const { cudaGraphSetConditional(handle_, value); }
-#  endif
-
-private:
-  cudaGraphConditionalHandle handle_{};
-#endif
 };
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
@@ -90,6 +72,33 @@ public:
   ConditionalScope(CaptureScope& scope, const unsigned* index, unsigned n)
     requires std::same_as<Kind, Switch>
       : ConditionalScope(scope, detail::ConditionSource::device_index(index), n) {}
+
+  /// The condition made earlier in this capture by CaptureScope::make_condition() (at the
+  /// same nesting level): kernels captured before the node, or inside it, set it. A Switch
+  /// has `cases` bodies.
+  ConditionalScope(CaptureScope& scope, Condition made_before, unsigned cases = 1)
+      : ConditionalScope(scope, from_condition(made_before),
+                         kind == detail::ConditionalKind::IfElse ? 2u
+                         : kind == detail::ConditionalKind::Switch ? cases
+                                                                   : 1u) {}
+
+  /// A flag of another type than `const bool*` (Switch: `const unsigned*`) is refused in words.
+  template <class P>
+    requires(std::is_pointer_v<P> && !std::is_convertible_v<P, const bool*> && !std::same_as<Kind, Switch>)
+  ConditionalScope(CaptureScope&, P) {
+    static_assert(sizeof(P) == 0, "cugraphs: ConditionalScope<If>, <While> and <IfElse> read their condition from "
+                                  "a device flag of type const bool* (or a one-element DeviceSpan<const bool>); "
+                                  "a flag of another type would be read as the wrong bytes. Keep the flag as a "
+                                  "bool, or let a kernel set the condition (SetByKernels, make_condition)");
+  }
+  template <class P>
+    requires(std::is_pointer_v<P> && !std::is_convertible_v<P, const unsigned*> && std::same_as<Kind, Switch>)
+  ConditionalScope(CaptureScope&, P, unsigned) {
+    static_assert(sizeof(P) == 0, "cugraphs: ConditionalScope<Switch> reads the case to run from a device index of "
+                                  "type const unsigned*; an index of another type would be read as the wrong bytes. "
+                                  "Keep the index as an unsigned, or let a kernel set it (SetByKernels, "
+                                  "make_condition)");
+  }
 
   /// The condition is set by kernels through condition(), from `tag.initial` at every launch.
   ConditionalScope(CaptureScope& scope, SetByKernels tag, unsigned cases = 1)
@@ -167,6 +176,17 @@ private:
   }
 
   static std::string op() { return detail::format("ConditionalScope<{}>", detail::name(kind)); }
+
+  static detail::ConditionSource from_condition(Condition c) {
+    if (c.graph() == nullptr)
+      detail::throw_misuse(op(), "the Condition is empty; make it with CaptureScope::make_condition() in this "
+                                 "capture before the scope");
+    detail::ConditionSource source;
+    source.type = detail::ConditionSource::Type::Handle;
+    source.handle = c.handle();
+    source.graph = c.graph();
+    return source;
+  }
 
   static const bool* checked_single(DeviceSpan<const bool> pred) {
     if (pred.size() != 1)

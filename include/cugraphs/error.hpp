@@ -102,6 +102,17 @@ namespace detail {
   }
 }
 
+// Why work issued to the legacy default stream during a capture was refused, and the remedy.
+[[nodiscard]] inline std::string escape_message() {
+  return "Work was issued to the legacy default stream while a capture was open (a kernel launched with "
+         "<<<grid, block>>> and no stream, a synchronous cudaMemcpy or cudaMemset, or a library call left on "
+         "stream 0). It would have run once, eagerly, at capture time and been missing from every replay, so "
+         "the capture's escape check (CaptureOptions::escapes) refused it and the capture is lost. Remedy: "
+         "launch on the capture stream (CaptureScope::stream() or current_stream()), give libraries that "
+         "stream (cugraphs/cublas.hpp does it for cuBLAS), and make synchronous copies before the capture or "
+         "as cudaMemcpyAsync on the capture stream; EscapeCheck::Off lets such work run eagerly.";
+}
+
 // Cause and remedy for a CUDA error. `mode` names the capture mode in force, when known.
 [[nodiscard]] inline std::string error_hint(cudaError_t e, std::string_view mode = {}) {
   const std::string in_mode =
@@ -151,10 +162,9 @@ namespace detail {
              "capture. Remedy: record the event inside the capture, or wait on it before "
              "capture_begin.";
     case cudaErrorStreamCaptureImplicit:
-      return " Likely cause: work issued to the legacy default stream (a kernel launched with "
-             "<<<grid, block>>> and no stream, or stream 0) would depend on a capture, or a "
-             "capture was begun on the legacy default stream, which cannot capture. Remedy: "
-             "launch on the capture stream (CaptureScope::stream() or current_stream()).";
+      return " Likely cause: work issued to the legacy default stream while a blocking stream "
+             "captures (a kernel launched with <<<grid, block>>> and no stream, a synchronous "
+             "cudaMemcpy/cudaMemset, or a library call on stream 0). " + escape_message();
     case cudaErrorCapturedEvent:
       return " Likely cause: an event recorded in a capturing stream was queried or "
              "synchronized. Remedy: query events only outside the capture.";

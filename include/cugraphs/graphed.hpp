@@ -225,7 +225,7 @@ public:
     [[maybe_unused]] std::size_t next = 0;
     [[maybe_unused]] auto copy_sample = [&](std::size_t i, auto leaf) {
       if (leaf.size_bytes() != 0 && leaf.data() != static_ptrs_[i])
-        detail::check(cudaMemcpyAsync(targets[i].dst, leaf.data(), leaf.size_bytes(), cudaMemcpyDeviceToDevice, s),
+        detail::check(cudaMemcpyAsync(targets[i].dst, leaf.data(), leaf.size_bytes(), cudaMemcpyDefault, s),
                       "{}: copying a sample into its static input", op);
     };
     (detail::visit_leaves(samples, next, copy_sample), ...);
@@ -300,6 +300,18 @@ public:
   [[nodiscard]] const Outputs& static_outputs() const noexcept { return *outputs_; }
   /// The captured graph (replaying it directly would bypass staging, hence const).
   [[nodiscard]] const Graph& graph() const noexcept { return graph_; }
+
+  /// Graph::set_kernel_args on the callable's graph, for a node f's capture took with
+  /// captured_kernel_node(): later calls run the node with `args`.
+  template <class... P, class... A>
+  void set_kernel_args(const KernelNode<P...>& node, const A&... args) {
+    graph_.set_kernel_args(node, args...);
+  }
+  /// Graph::set_kernel_arg<I> on the callable's graph: a per-call scalar, kept for later calls.
+  template <std::size_t I, class... P, class A>
+  void set_kernel_arg(const KernelNode<P...>& node, const A& value) {
+    graph_.template set_kernel_arg<I>(node, value);
+  }
   /// How many input leaves calls have copied so far (aliased inputs are not copied).
   [[nodiscard]] std::uint64_t staged_copies() const noexcept { return copies_; }
   [[nodiscard]] std::uint64_t calls() const noexcept { return calls_; }

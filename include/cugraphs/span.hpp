@@ -16,8 +16,12 @@
 
 namespace cugraphs {
 
-/// A non-owning {pointer, size} view of device memory, passed to kernels by value. The
-/// leaf type of graphed callables.
+/// A non-owning {pointer, size} view of memory kernels can read, passed to kernels by value.
+/// The leaf type of graphed callables. A leaf may point to device memory (DeviceBuffer,
+/// cudaMalloc, cudaMallocAsync), pinned host memory (cudaMallocHost, cudaHostRegister) or
+/// managed memory (cudaMallocManaged); copies of leaves use cudaMemcpyDefault, so each is
+/// copied from where it lies. Plain pageable host memory is refused where a kernel would
+/// read it (samples, flags), unless the device reads pageable memory.
 template <class T>
 class DeviceSpan {
 public:

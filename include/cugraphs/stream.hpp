@@ -14,17 +14,32 @@
 
 namespace cugraphs {
 
-/// An owning, non-blocking CUDA stream on one device. Move-only; destroying it releases the
-/// stream once its queued work is done.
+/// How a Stream is made: `blocking` streams synchronize with the legacy default stream
+/// (cudaStreamDefault), others do not (cudaStreamNonBlocking, the default); a lower
+/// `priority` number runs first (see cudaDeviceGetStreamPriorityRange).
+struct StreamOptions {
+  bool blocking = false;
+  int priority = 0;
+};
+
+/// An owning CUDA stream on one device, non-blocking unless asked otherwise. Move-only;
+/// destroying it releases the stream once its queued work is done.
 class Stream {
 public:
   /// A new non-blocking stream on the current device.
   Stream() : Stream(detail::current_device()) {}
 
+  /// A new stream on the current device, made as `opts` says.
+  explicit Stream(StreamOptions opts) : Stream(detail::current_device(), opts) {}
+
   /// A new non-blocking stream on `device`; a lower `priority` number runs first.
-  explicit Stream(int device, int priority = 0) : device_(device) {
+  explicit Stream(int device, int priority = 0) : Stream(device, StreamOptions{false, priority}) {}
+
+  /// A new stream on `device`, made as `opts` says.
+  Stream(int device, StreamOptions opts) : device_(device), blocking_(opts.blocking) {
     detail::DeviceGuard on(device);
-    detail::check(cudaStreamCreateWithPriority(&stream_, cudaStreamNonBlocking, priority),
+    detail::check(cudaStreamCreateWithPriority(&stream_, opts.blocking ? cudaStreamDefault : cudaStreamNonBlocking,
+                                               opts.priority),
                   "Stream: cudaStreamCreateWithPriority");
   }
 
@@ -33,12 +48,13 @@ public:
   }
 
   Stream(Stream&& other) noexcept
-      : stream_(std::exchange(other.stream_, nullptr)), device_(other.device_) {}
+      : stream_(std::exchange(other.stream_, nullptr)), device_(other.device_), blocking_(other.blocking_) {}
   Stream& operator=(Stream&& other) noexcept {
     if (this != &other) {
       Stream old(std::move(*this));
       stream_ = std::exchange(other.stream_, nullptr);
       device_ = other.device_;
+      blocking_ = other.blocking_;
     }
     return *this;
   }
@@ -54,6 +70,8 @@ public:
   }
   operator cudaStream_t() const { return get(); }  // NOLINT: implicit by design
   [[nodiscard]] int device() const noexcept { return device_; }
+  /// Whether the stream synchronizes with the legacy default stream.
+  [[nodiscard]] bool blocking() const noexcept { return blocking_; }
 
   /// Blocks until all work queued on the stream has finished.
   void synchronize() const { detail::check(cudaStreamSynchronize(get()), "Stream::synchronize"); }
@@ -66,28 +84,64 @@ private:
 
   cudaStream_t stream_ = nullptr;
   int device_ = 0;
+  bool blocking_ = false;
 };
+
+/// Called on a thread after cugraphs changed that thread's current stream (see
+/// CurrentStreamListener), with the listener's context and the new current stream.
+using CurrentStreamFn = void (*)(void* context, cudaStream_t stream);
 
 namespace detail {
 inline thread_local cudaStream_t tls_current_stream = nullptr;  // the legacy default stream
+
+struct StreamListenerEntry {
+  const void* key;
+  CurrentStreamFn fn;
+  void* context;
+};
+inline thread_local std::vector<StreamListenerEntry> tls_stream_listeners;
+
+// Every change of the current stream goes through here, so listeners see each one.
+inline void set_current_stream(cudaStream_t stream) noexcept {
+  tls_current_stream = stream;
+  for (const auto& l : tls_stream_listeners) l.fn(l.context, stream);
+}
 }  // namespace detail
 
 /// This thread's current stream: where Graph::replay() and GraphedCallable launch by
-/// default, and the capture stream inside a CaptureScope. Initially the legacy default
-/// stream (nullptr).
+/// default, and the capture stream inside a CaptureScope (a conditional body's stream
+/// inside a ConditionalScope). Initially the legacy default stream (nullptr).
 [[nodiscard]] inline cudaStream_t current_stream() noexcept { return detail::tls_current_stream; }
 
 /// Makes `stream` this thread's current stream for a scope, then restores the previous one.
 class StreamGuard {
 public:
-  explicit StreamGuard(cudaStream_t stream) noexcept
-      : previous_(std::exchange(detail::tls_current_stream, stream)) {}
-  ~StreamGuard() { detail::tls_current_stream = previous_; }
+  explicit StreamGuard(cudaStream_t stream) noexcept : previous_(detail::tls_current_stream) {
+    detail::set_current_stream(stream);
+  }
+  ~StreamGuard() { detail::set_current_stream(previous_); }
   StreamGuard(const StreamGuard&) = delete;
   StreamGuard& operator=(const StreamGuard&) = delete;
 
 private:
   cudaStream_t previous_;
+};
+
+/// While it lives, calls `fn(context, stream)` on the thread that made it each time cugraphs
+/// changes that thread's current stream: a StreamGuard, a CaptureScope opening or ending, a
+/// conditional body beginning or ending. For handles of other libraries that are bound to a
+/// stream (cuBLAS, cuDNN, cuSPARSE, ...) and must follow the capture into conditional
+/// bodies; cugraphs/cublas.hpp uses it. `fn` must not throw. Destroy it on the same thread.
+class CurrentStreamListener {
+public:
+  CurrentStreamListener(CurrentStreamFn fn, void* context) {
+    detail::tls_stream_listeners.push_back({this, fn, context});
+  }
+  ~CurrentStreamListener() {
+    std::erase_if(detail::tls_stream_listeners, [this](const auto& l) { return l.key == this; });
+  }
+  CurrentStreamListener(const CurrentStreamListener&) = delete;
+  CurrentStreamListener& operator=(const CurrentStreamListener&) = delete;
 };
 
 /// The side stream captures use by default on `device` (the legacy default stream cannot
@@ -103,6 +157,23 @@ private:
   if (!s) s = std::make_unique<Stream>(device);
   return s->get();
 }
+
+namespace detail {
+// A blocking stream of this thread on `device` for capture number `depth` (0: outermost)
+// open on the thread. A capture forks it in and joins it back before it ends (an empty
+// branch: no node), so that while the capture is open any work issued to the legacy
+// default stream, which would have to wait for this blocking stream, is refused by CUDA
+// (cudaErrorStreamCaptureImplicit) instead of running once at capture time.
+[[nodiscard]] inline cudaStream_t escape_guard_stream(int device, std::size_t depth) {
+  thread_local std::vector<std::vector<std::unique_ptr<Stream>>> streams;
+  const auto index = static_cast<std::size_t>(device);
+  if (streams.size() <= index) streams.resize(index + 1);
+  auto& level = streams[index];
+  if (level.size() <= depth) level.resize(depth + 1);
+  if (!level[depth]) level[depth] = std::make_unique<Stream>(device, StreamOptions{true, 0});
+  return level[depth]->get();
+}
+}  // namespace detail
 
 /// The capture stream of the current device.
 [[nodiscard]] inline cudaStream_t capture_stream() { return capture_stream(detail::current_device()); }

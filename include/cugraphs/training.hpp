@@ -440,6 +440,27 @@ public:
   }
   /// The gradients every backward() overwrites.
   [[nodiscard]] const GradInputs& static_grad_inputs() const noexcept { return bwd_->static_outputs(); }
+  /// Graph::set_kernel_args on whichever of the pair's graphs captured `node` (taken with
+  /// captured_kernel_node() in the forward or the backward): later steps run it with `args`.
+  template <class... P, class... V>
+  void set_kernel_args(const KernelNode<P...>& node, const V&... args) {
+    if (holds_forward(node)) {
+      fwd_->set_kernel_args(node, args...);
+    } else {
+      bwd_->set_kernel_args(node, args...);
+    }
+  }
+  /// Graph::set_kernel_arg<I> on whichever graph captured `node`: a per-step scalar (an
+  /// optimizer's step count or learning rate in the backward), kept for later steps.
+  template <std::size_t I, class... P, class V>
+  void set_kernel_arg(const KernelNode<P...>& node, const V& value) {
+    if (holds_forward(node)) {
+      fwd_->template set_kernel_arg<I>(node, value);
+    } else {
+      bwd_->template set_kernel_arg<I>(node, value);
+    }
+  }
+
   [[nodiscard]] const Graph& forward_graph() const noexcept { return fwd_->graph(); }
   [[nodiscard]] const Graph& backward_graph() const noexcept { return bwd_->graph(); }
   [[nodiscard]] std::uint64_t forward_calls() const noexcept { return forwards_; }
@@ -448,6 +469,16 @@ public:
   [[nodiscard]] bool backward_pending() const noexcept { return pending_; }
 
 private:
+  // Whether `node` is the forward's (else the backward's; neither is an Error).
+  template <class... P>
+  [[nodiscard]] bool holds_forward(const KernelNode<P...>& node) const {
+    if (fwd_->graph().holds(node)) return true;
+    if (bwd_->graph().holds(node)) return false;
+    detail::throw_misuse("GraphedPair::set_kernel_args", "the KernelNode was not taken in this pair's forward or "
+                                                         "backward capture (take it with captured_kernel_node() "
+                                                         "right after the launch, inside forward or backward)");
+  }
+
   template <class, class>
   friend class detail::PairForward;
   friend struct detail::PairMaker;

@@ -9,11 +9,17 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
+#include <bit>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
 #include <vector>
 
 namespace cugraphs {
@@ -62,7 +68,19 @@ class Graph;
 template <class... P>
 class KernelNode {
 public:
+  /// The kernel's parameter types, as the node stores its arguments.
+  using Arguments = std::tuple<std::remove_cvref_t<P>...>;
+
+  /// An empty node, to be assigned from captured_kernel_node() (see kernel_node_for()).
   KernelNode() = default;
+  /// Whether the node was taken from a capture.
+  [[nodiscard]] bool empty() const noexcept { return node_ == nullptr; }
+  /// The arguments the executable runs the node with now: the captured ones, then the ones
+  /// set_kernel_args and set_kernel_arg changed (copies of a KernelNode share them).
+  [[nodiscard]] const Arguments& arguments() const {
+    if (!args_) detail::throw_misuse("KernelNode::arguments", "the node is empty; take it with captured_kernel_node()");
+    return *args_;
+  }
   /// The node in the captured graph it was taken from.
   [[nodiscard]] cudaGraphNode_t native() const noexcept { return node_; }
   /// Its index among that graph's nodes, in the order they were captured.
@@ -77,7 +95,16 @@ private:
   std::uint64_t capture_ = 0;  // the capture it was taken in
   std::size_t index_ = 0;
   cudaKernelNodeParams launch_{};  // function, grid, block, shared memory (no arguments)
+  std::shared_ptr<Arguments> args_;  // the arguments the executable runs now
 };
+
+/// An empty KernelNode for `kernel`, so that a node can be declared with auto before the
+/// capture block and assigned inside it: `auto node = kernel_node_for(adamw);` then
+/// `node = captured_kernel_node(adamw);` right after the launch is captured.
+template <class... P>
+[[nodiscard]] KernelNode<P...> kernel_node_for(void (*)(P...)) noexcept {
+  return {};
+}
 
 namespace detail {
 
@@ -122,6 +149,19 @@ namespace detail {
   if (cudaGetKernel(&k, kernel) == cudaSuccess && node_func == static_cast<const void*>(k)) return true;
   (void)cudaGetLastError();
   return false;
+}
+
+// A kernel node's arguments as its parameters' values, read from the node's parameter
+// pointers (kernel parameters are trivially copyable).
+template <class... D, std::size_t... I>
+[[nodiscard]] std::tuple<D...> read_kernel_args(void** params, std::index_sequence<I...>) {
+  static_assert((std::is_trivially_copyable_v<D> && ...), "cugraphs: kernel parameters must be trivially copyable");
+  auto one = [&]<class T>(std::size_t i) {
+    std::array<unsigned char, sizeof(T)> bytes;
+    std::memcpy(bytes.data(), params[i], sizeof(T));
+    return std::bit_cast<T>(bytes);
+  };
+  return std::tuple<D...>{one.template operator()<D>(I)...};
 }
 
 // The nodes of `g` in the order they were added (captured).

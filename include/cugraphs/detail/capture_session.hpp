@@ -43,20 +43,25 @@ enum class ConditionalKind { If, While, IfElse, Switch };
 }
 
 // Where a conditional node's condition comes from on every launch: a device flag read just
-// before the node (a bool for If/While/IfElse, an unsigned index for Switch), or kernels
-// inside the graph (Condition::set), starting from `initial`.
+// before the node (a bool for If/While/IfElse, an unsigned index for Switch), kernels inside
+// the graph (Condition::set) starting from `initial`, or a handle made earlier in the same
+// graph (CaptureScope::make_condition), which kernels set before or inside the node.
 struct ConditionSource {
-  enum class Type : unsigned char { SetByKernels, Bool, Index };
+  enum class Type : unsigned char { SetByKernels, Bool, Index, Handle };
   Type type = Type::SetByKernels;
   const void* flag = nullptr;
   unsigned initial = 0;
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+  cudaGraphConditionalHandle handle{};  // Type::Handle: made in `graph`
+#endif
+  cudaGraph_t graph = nullptr;
 
   [[nodiscard]] static ConditionSource device_flag(const bool* f) noexcept { return {Type::Bool, f, 0}; }
   [[nodiscard]] static ConditionSource device_index(const unsigned* i) noexcept { return {Type::Index, i, 0}; }
   [[nodiscard]] static ConditionSource set_by_kernels(unsigned initial) noexcept {
     return {Type::SetByKernels, nullptr, initial};
   }
-  [[nodiscard]] bool from_flag() const noexcept { return type != Type::SetByKernels; }
+  [[nodiscard]] bool from_flag() const noexcept { return type == Type::Bool || type == Type::Index; }
   // The flag's size, which is also the alignment a kernel reading it needs.
   [[nodiscard]] unsigned flag_bytes() const noexcept { return type == Type::Index ? 4u : 1u; }
 };
@@ -73,6 +78,7 @@ struct ConditionalFrame {
   std::vector<bool> captured;           // which bodies have been captured
   cudaStream_t parent = nullptr;        // the stream capturing the graph that holds the node
   cudaStream_t stream = nullptr;        // the stream capturing the active body
+  cudaGraphNode_t node = nullptr;       // the conditional node: the parent's only dependency while open
   const void* refresh = nullptr;        // While: flag re-read at the end of each iteration
 };
 
@@ -104,7 +110,7 @@ struct CaptureInfo {
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 // Adds a node after the stream's current dependencies and makes it the only one.
-inline void add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGraphNodeParams& params,
+inline cudaGraphNode_t add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGraphNodeParams& params,
                                 std::string_view op) {
   cudaGraphNode_t node = nullptr;
 #  if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
@@ -116,6 +122,7 @@ inline void add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGra
   check(cudaStreamUpdateCaptureDependencies_v2(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
         "{}: cudaStreamUpdateCaptureDependencies", op);
 #  endif
+  return node;
 }
 #endif
 
@@ -130,6 +137,53 @@ inline void add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGra
   if (!level[depth]) level[depth] = std::make_unique<Stream>(device);
   return level[depth]->get();
 }
+
+// An event of this thread on `device` for forking the escape guard into a capture and
+// joining it back (recorded and waited on at once, so one event serves every capture).
+[[nodiscard]] inline cudaEvent_t guard_event(int device) {
+  struct Events {
+    std::vector<cudaEvent_t> events;
+    ~Events() {
+      for (cudaEvent_t e : events)
+        if (e != nullptr) report_in_destructor(cudaEventDestroy(e), "cudaEventDestroy (escape guard)");
+    }
+  };
+  thread_local Events cache;
+  const auto index = static_cast<std::size_t>(device);
+  if (cache.events.size() <= index) cache.events.resize(index + 1, nullptr);
+  if (cache.events[index] == nullptr)
+    check(cudaEventCreateWithFlags(&cache.events[index], cudaEventDisableTiming), "capture: cudaEventCreateWithFlags");
+  return cache.events[index];
+}
+
+// Where the driver's log stood when a capture began, so that a failure can quote what the
+// driver logged since (CUDA 12.9+: cudaLogsCurrent / cudaLogsDumpToMemory).
+struct DriverLog {
+#if CUGRAPHS_CTK_AT_LEAST(12, 9)
+  cudaLogIterator start{};
+  bool valid = false;
+  void mark() noexcept {
+    valid = cudaLogsCurrent(&start, 0) == cudaSuccess;
+    if (!valid) (void)cudaGetLastError();  // an older driver: no log to quote
+  }
+  // What the driver logged since mark(), as " The driver said: ..." or nothing.
+  [[nodiscard]] std::string since() {
+    if (!valid) return {};
+    char text[4096] = {};
+    std::size_t size = sizeof(text) - 1;
+    if (cudaLogsDumpToMemory(&start, text, &size, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return {};
+    }
+    std::string said(text, std::min(size, sizeof(text) - 1));
+    while (!said.empty() && (said.back() == '\n' || said.back() == '\0')) said.pop_back();
+    return said.empty() ? std::string{} : format(" The driver said: \"{}\".", said);
+  }
+#else
+  void mark() noexcept {}
+  [[nodiscard]] std::string since() { return {}; }
+#endif
+};
 
 class CaptureSession;
 
@@ -163,11 +217,39 @@ public:
   std::unique_ptr<LaunchRing> ring;  // once the graph draws random numbers or stages inputs
   std::vector<ConditionalFrame> conditionals;  // open conditional nodes, innermost last
   std::vector<std::string> collectives;        // collectives captured, in order (cugraphs/nccl.hpp)
+  cudaStream_t guard = nullptr;                // the escape guard forked into the capture, if any
+  DriverLog log;                               // the driver's log position at capture_begin
 
   // The graph's per-launch ring, made on first use.
   [[nodiscard]] LaunchRing& launch_ring(std::string_view op) {
     if (!ring) ring = std::make_unique<LaunchRing>(op);
     return *ring;
+  }
+
+  // Forks a blocking stream of this thread into the capture (an empty branch, joined back by
+  // join_guard): while it captures, CUDA refuses work issued to the legacy default stream
+  // (cudaErrorStreamCaptureImplicit), which would otherwise run once, eagerly, at capture
+  // time and be missing from every replay. Call once the session is open.
+  void fork_guard(std::string_view op) {
+    std::size_t depth = 0;  // captures open on this thread before this one
+    while (depth < tls_captures.size() && tls_captures[depth] != this) ++depth;
+    const cudaStream_t g = escape_guard_stream(device, depth);
+    const cudaEvent_t e = guard_event(device);
+    check(cudaEventRecord(e, stream), "{}: forking the escape guard (cudaEventRecord)", op);
+    check(cudaStreamWaitEvent(g, e, 0), "{}: forking the escape guard (cudaStreamWaitEvent)", op);
+    guard = g;
+    guard_event_ = e;
+  }
+
+  // Joins the escape guard back into the capture stream (it added no node). Returns the
+  // first failure (an invalidated capture fails here; cudaStreamEndCapture says why).
+  [[nodiscard]] cudaError_t join_guard() noexcept {
+    if (guard == nullptr) return cudaSuccess;
+    const cudaEvent_t e = guard_event_;
+    cudaError_t r = cudaEventRecord(e, guard);
+    if (r == cudaSuccess) r = cudaStreamWaitEvent(stream, e, 0);
+    guard = nullptr;
+    return r;
   }
 
   // Registers the session as this thread's innermost; close() undoes it.
@@ -192,15 +274,15 @@ public:
   // conditional body its body stream; popping restores what the push found.
   void push_current(cudaStream_t s) {
     saved_.push_back(tls_current_stream);
-    tls_current_stream = s;
+    set_current_stream(s);
   }
   void pop_current() noexcept {
     if (saved_.empty()) return;
-    tls_current_stream = saved_.back();
+    set_current_stream(saved_.back());
     saved_.pop_back();
   }
   void restore_current_streams() noexcept {
-    if (!saved_.empty()) tls_current_stream = saved_.front();
+    if (!saved_.empty()) set_current_stream(saved_.front());
     saved_.clear();
   }
 
@@ -247,9 +329,17 @@ public:
     or_abort([&] {
       auto info = capture_info(parent, op);
       if (info.status != cudaStreamCaptureStatusActive) throw_cuda(cudaErrorStreamCaptureInvalidated, op, mode_name);
-      check(cudaGraphConditionalHandleCreate(&frame.handle, info.graph, source.initial,
-                                             source.from_flag() ? 0u : unsigned{cudaGraphCondAssignDefault}),
-            "{}: cudaGraphConditionalHandleCreate", op);
+      if (source.type == ConditionSource::Type::Handle) {
+        if (source.graph != info.graph)
+          throw_misuse(op, "the Condition was made for another graph than the one this scope adds its node to "
+                           "(another capture, or another nesting level: a conditional body is a graph of its "
+                           "own); make it with make_condition() in the same capture, at the same level as the scope");
+        frame.handle = source.handle;
+      } else {
+        check(cudaGraphConditionalHandleCreate(&frame.handle, info.graph, source.initial,
+                                               source.from_flag() ? 0u : unsigned{cudaGraphCondAssignDefault}),
+              "{}: cudaGraphConditionalHandleCreate", op);
+      }
       if (source.from_flag()) {
         launch_set_condition(frame.handle, source.flag, source.flag_bytes(), parent, op);
         info = capture_info(parent, op);
@@ -261,12 +351,28 @@ public:
                                 : kind == ConditionalKind::Switch ? cudaGraphCondTypeSwitch
                                                                   : cudaGraphCondTypeIf;
       params.conditional.size = bodies;
-      add_node_to_capture(parent, info, params, op);
+      frame.node = add_node_to_capture(parent, info, params, op);
       frame.bodies = params.conditional.phGraph_out;
       conditionals.push_back(std::move(frame));
       if (kind != ConditionalKind::Switch) begin_body(conditionals.back(), 0, op);
     });
     return frame_id;
+  }
+
+  // A conditional handle of the graph being captured where the capture stands now (the
+  // innermost open body, else the top-level graph), reset to `initial` at every launch.
+  [[nodiscard]] ConditionSource make_condition(unsigned initial, std::string_view op) {
+    if (!conditionals.empty() && conditionals.back().active < 0)
+      throw_misuse(op, "the enclosing Switch scope has no open case; call case_(i) first");
+    const auto info = capture_info(now(), op);
+    if (info.status != cudaStreamCaptureStatusActive) throw_cuda(cudaErrorStreamCaptureInvalidated, op, mode_name);
+    ConditionSource c;
+    c.type = ConditionSource::Type::Handle;
+    c.initial = initial;
+    c.graph = info.graph;
+    check(cudaGraphConditionalHandleCreate(&c.handle, info.graph, initial, cudaGraphCondAssignDefault),
+          "{}: cudaGraphConditionalHandleCreate", op);
+    return c;
   }
 
   // Ends the active body of frame `frame_id` (which must be innermost) and captures body `index`.
@@ -276,6 +382,7 @@ public:
     if (f.captured[index]) throw_misuse(op, "body {} was already captured", index);
     or_abort([&] {
       if (f.active >= 0) end_body(f, op);
+      check_parent_untouched(f, op);
       begin_body(f, index, op);
     });
   }
@@ -285,6 +392,7 @@ public:
     auto& f = innermost_open(frame_id, op);
     or_abort([&] {
       if (f.active >= 0) end_body(f, op);
+      check_parent_untouched(f, op);
     });
     conditionals.pop_back();
   }
@@ -357,6 +465,22 @@ private:
     });
   }
 
+  // Refuses work captured on the enclosing stream (the one that was current when the scope
+  // opened) while a body was open: it would run after the conditional node, outside the
+  // body, on every replay. The node must still be the enclosing stream's only dependency.
+  void check_parent_untouched(const ConditionalFrame& f, std::string_view op) {
+    const auto info = capture_info(f.parent, op);
+    if (info.status != cudaStreamCaptureStatusActive) return;  // capture_end reports the invalidation
+    if (info.count == 1 && info.deps[0] == f.node) return;
+    const bool top = f.parent == stream;
+    throw_misuse(op, "work was launched on the enclosing stream ({}: {}) while the conditional body was open; it "
+                     "would run after the conditional node, outside the body, on every replay (and the body with a "
+                     "stale condition). Inside a conditional scope launch on current_stream() or the scope's "
+                     "stream() ({}), which capture the body; the capture was aborted",
+                 top ? "the capture stream" : "the stream of the enclosing conditional body",
+                 static_cast<const void*>(f.parent), static_cast<const void*>(f.stream));
+  }
+
   void begin_body(ConditionalFrame& f, unsigned index, std::string_view op) {
     check(cudaStreamBeginCaptureToGraph(f.stream, f.bodies[index], nullptr, nullptr, 0, mode),
           "{}: cudaStreamBeginCaptureToGraph (body {})", op, index);
@@ -388,6 +512,7 @@ private:
   }
 
   AbortFn abort_owner_;
+  cudaEvent_t guard_event_ = nullptr;  // the event fork_guard recorded, for join_guard
   std::vector<cudaStream_t> saved_;  // current streams before each push, oldest first
 };
 
