@@ -384,6 +384,14 @@ public:
     requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
   [[nodiscard]] UpdateResult update(F&& fn, const UpdateOptions& opts = {});
 
+  /// One call for a loop that captures the same step every time: the first call captures
+  /// `fn` (with `opts`) and instantiates it; later calls capture it again as this graph's
+  /// capture was made and apply it with update() (instantiating anew when the executable
+  /// cannot take it in place). `fn` takes the CaptureScope or the capture stream.
+  template <class F>
+    requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
+  UpdateResult capture_or_update(F&& fn, const CaptureOptions& opts = {});
+
   /// Changes the arguments of one kernel node in the executable
   /// (cudaGraphExecKernelNodeSetParams), without a new capture: later launches run the
   /// node's kernel with `args`, launches already queued the old ones. `node` comes from
@@ -451,6 +459,15 @@ public:
     return capture_ ? capture_->conditionals.size() : 0;
   }
   [[nodiscard]] bool is_instantiated() const noexcept { return exec_ != nullptr; }
+  /// How many nodes the captured graph has at its top level (a conditional node counts one;
+  /// the per-launch ring's head and tail count too); 0 when nothing is captured.
+  [[nodiscard]] std::size_t node_count() const {
+    if (!graph_) return 0;
+    std::lock_guard lock(graph_->m);
+    std::size_t n = 0;
+    detail::check(cudaGraphGetNodes(graph_->graph, nullptr, &n), "Graph::node_count: cudaGraphGetNodes");
+    return n;
+  }
   [[nodiscard]] CaptureMode mode() const noexcept { return mode_; }
 
   /// The stream capturing now: the innermost open conditional body, else the stream the
@@ -898,6 +915,29 @@ UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
     scope.end();
   }
   return update(std::move(next), opts);
+}
+
+template <class F>
+  requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
+UpdateResult Graph::capture_or_update(F&& fn, const CaptureOptions& opts) {
+  if (exec_ != nullptr) {
+    UpdateOptions uo;
+    uo.reinstantiate_on_failure = true;
+    return update(std::forward<F>(fn), uo);
+  }
+  if (graph_ != nullptr || capture_)
+    detail::throw_misuse("Graph::capture_or_update", "the graph holds a capture that is not instantiated, or is "
+                                                     "capturing; reset() it first");
+  CaptureScope scope(*this, opts);
+  if constexpr (std::invocable<F&, CaptureScope&>) {
+    fn(scope);
+  } else {
+    fn(scope.stream());
+  }
+  scope.end();
+  UpdateResult r;
+  r.reinstantiated = true;  // a first capture: instantiated
+  return r;
 }
 
 /// The kernel node just captured on `stream`, a capture stream open on this thread: the

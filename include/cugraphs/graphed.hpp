@@ -28,6 +28,9 @@ struct GraphedOptions {
   int warmup_iters = 3;            ///< eager calls on the capture stream before capturing
   std::optional<PoolHandle> pool;  ///< none: a fresh private pool
   CaptureMode mode = CaptureMode::Global;
+  /// The stream the warm-up calls and the capture run on; nullptr: capture_stream() of the
+  /// current device. Calls run on current_stream() (or the stream passed to them) regardless.
+  cudaStream_t stream = nullptr;
 };
 
 namespace detail {
@@ -137,10 +140,14 @@ void check_warm_up(std::string_view op, int iterations, const Args&... samples) 
   (visit_leaves(samples, next, check), ...);
 }
 
+// The stream a graphed callable's warm-up and capture run on.
+[[nodiscard]] inline cudaStream_t work_stream(const GraphedOptions& opts) {
+  return opts.stream != nullptr ? opts.stream : capture_stream();
+}
+
 template <class F, class... Args>
-void warm_up(F& f, int iterations, const Args&... samples) {
+void warm_up(F& f, cudaStream_t s, int iterations, const Args&... samples) {
   check_warm_up("make_graphed_callable", iterations, samples...);
-  const cudaStream_t s = capture_stream();
   StreamGuard on(s);
   for (int i = 0; i < iterations; ++i) {
     if constexpr (std::is_void_v<std::invoke_result_t<F&, const Args&...>>) {
@@ -190,6 +197,7 @@ public:
       CaptureOptions co;
       co.pool = pool;
       co.mode = opts.mode;
+      co.stream = opts.stream;
       CaptureScope scope(graph_, co);
       // Static inputs from the graph's pool, shaped like the samples.
       [[maybe_unused]] std::size_t next = 0;  // unused without inputs
@@ -218,7 +226,7 @@ public:
       scope.end();
     }
     // The table the staging copy reads, and the samples' values in the static inputs.
-    const cudaStream_t s = capture_stream();
+    const cudaStream_t s = detail::work_stream(opts);
     if constexpr (input_leaves > 0)
       detail::check(cudaMemcpyAsync(targets_.data(), targets.data(), sizeof(targets), cudaMemcpyHostToDevice, s),
                     "{}: staging table", op);
@@ -352,7 +360,7 @@ template <class F, class... Args>
 [[nodiscard]] GraphedCallable<std::decay_t<F>, Args...> make_graphed_callable(const GraphedOptions& opts, F&& f,
                                                                               const Args&... samples) {
   std::decay_t<F> fn(std::forward<F>(f));
-  detail::warm_up(fn, opts.warmup_iters, samples...);
+  detail::warm_up(fn, detail::work_stream(opts), opts.warmup_iters, samples...);
   const PoolHandle pool = opts.pool ? *opts.pool : graph_pool_handle();
   return GraphedCallable<std::decay_t<F>, Args...>(detail::BuildTag{}, std::move(fn), opts, pool, samples...);
 }
@@ -373,7 +381,7 @@ template <class... Fs, class... Samples>
                                                      "arguments per callable");
   constexpr auto indices = std::index_sequence_for<Fs...>{};
   auto warm = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
-    std::apply([&](const auto&... a) { detail::warm_up(std::get<I>(fs), opts.warmup_iters, a...); },
+    std::apply([&](const auto&... a) { detail::warm_up(std::get<I>(fs), detail::work_stream(opts), opts.warmup_iters, a...); },
                std::get<I>(samples));
   };
   [&]<std::size_t... I>(std::index_sequence<I...>) {

@@ -541,10 +541,9 @@ private:
 
   // Warm-up: `iterations` eager forward and backward calls on the samples, on the capture
   // stream, with zeros as the incoming gradients.
-  static void warm_up(ForwardFn& fwd, Bwd& bwd, int iterations, const A&... samples) {
+  static void warm_up(ForwardFn& fwd, Bwd& bwd, cudaStream_t s, int iterations, const A&... samples) {
     constexpr std::string_view op = "make_graphed_pair";
     detail::check_warm_up(op, iterations, detail::unmarked(samples)...);
-    const cudaStream_t s = capture_stream();
     StreamGuard on(s);
     for (int i = 0; i < iterations; ++i) {
       detail::Owners keep;  // buffers the forward returns live until its backward has run
@@ -603,7 +602,7 @@ struct PairMaker {
     using Pair = GraphedPair<std::decay_t<F>, std::decay_t<B>, S...>;
     typename Pair::ForwardFn fwd{std::decay_t<F>(std::forward<F>(forward)), {unmarked(samples)...}};
     std::decay_t<B> bwd(std::forward<B>(backward));
-    Pair::warm_up(fwd, bwd, opts.warmup_iters, samples...);
+    Pair::warm_up(fwd, bwd, detail::work_stream(opts), opts.warmup_iters, samples...);
     const PoolHandle pool = opts.pool ? *opts.pool : graph_pool_handle();
     Pair pair(BuildTag{}, std::move(fwd), std::move(bwd), opts, pool, samples...);
     pair.capture_backward(opts, pool);
@@ -639,7 +638,7 @@ struct PairMaker {
       using Pair = typename decltype(pair_type(std::integral_constant<std::size_t, I>{}))::type;
       std::apply(
           [&](const auto&... a) {
-            Pair::warm_up(std::get<I>(fwds), std::get<I>(pairs).second, opts.warmup_iters, a...);
+            Pair::warm_up(std::get<I>(fwds), std::get<I>(pairs).second, detail::work_stream(opts), opts.warmup_iters, a...);
           },
           std::get<I>(samples));
     };

@@ -1,0 +1,569 @@
+// No silent escapes (issue 26): work that would leave a capture silently is an Error, leaves
+// in pinned-host and managed memory are copied from where they lie, conditions can be made
+// before their node, and kernel nodes take per-step scalars. Each trap case says what the
+// code before this change did.
+#include "kernels.cuh"
+#include "testing.hpp"
+
+#include <cugraphs/graph.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <tuple>
+#include <vector>
+
+using namespace cugraphs_test;
+using cugraphs::CaptureOptions;
+using cugraphs::CaptureScope;
+using cugraphs::ConditionalScope;
+using cugraphs::DeviceBuffer;
+using cugraphs::DeviceSpan;
+using cugraphs::Graph;
+
+namespace {
+
+using In = DeviceSpan<const float>;
+using Out = DeviceSpan<float>;
+constexpr std::size_t kN = 3000;  // not a multiple of the block size
+
+__global__ void twice_plus(float* out, const float* a, const float* b, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = 2.0f * a[i] + b[i];
+}
+
+__global__ void decide(cugraphs::Condition c, const int* value, int threshold) { c.set(*value > threshold); }
+__global__ void decide_from_char(cugraphs::Condition c, const char* value) { c.set(*value); }
+__global__ void pick_case(cugraphs::Condition c, const int* value) { c.set(*value % 3); }
+
+// AdamW on one tensor; bc1 and bc2 (1 - beta^step) change every step.
+__global__ void adamw(float* w, float* m, float* v, const float* g, std::size_t n, float lr, float beta1, float beta2,
+                      float eps, float weight_decay, float bc1, float bc2) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  m[i] = beta1 * m[i] + (1.0f - beta1) * g[i];
+  v[i] = beta2 * v[i] + (1.0f - beta2) * g[i] * g[i];
+  const float m_hat = m[i] / bc1, v_hat = v[i] / bc2;
+  w[i] -= lr * (m_hat / (sqrtf(v_hat) + eps) + weight_decay * w[i]);
+}
+
+// y = w * x; the backward writes dw = dy * x and dx = dy * w.
+__global__ void scale_forward(float* y, const float* x, const float* w, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) y[i] = w[i] * x[i];
+}
+__global__ void scale_backward(float* dx, float* dw, const float* dy, const float* x, const float* w, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  dx[i] = dy[i] * w[i];
+  dw[i] = dy[i] * x[i];
+}
+
+DeviceBuffer<float> filled(std::size_t n, std::uint32_t seed) {
+  DeviceBuffer<float> b(n);
+  b.copy_from_host(random_floats(n, seed));
+  return b;
+}
+
+std::vector<float> host(DeviceSpan<const float> s) {
+  cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");
+  std::vector<float> v(s.size());
+  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDefault), "read back");
+  return v;
+}
+
+template <class T>
+T read_one(const T* p) {
+  T v{};
+  cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");
+  cugraphs::check(cudaMemcpy(&v, p, sizeof(T), cudaMemcpyDefault), "read back");
+  return v;
+}
+
+template <class T>
+void write_one(T* p, T v) {
+  cugraphs::check(cudaMemcpy(p, &v, sizeof(T), cudaMemcpyDefault), "write");
+}
+
+std::size_t node_count(const Graph& g) {
+  std::size_t n = 0;
+  cugraphs::check(cudaGraphGetNodes(g.native_graph(), nullptr, &n), "cudaGraphGetNodes");
+  return n;
+}
+
+// Captures one affine step of x into g on the capture stream and checks two replays.
+void capture_and_check_affine(Graph& g, DeviceBuffer<float>& x) {
+  const auto before = host(x.span());
+  {
+    CaptureScope scope(g);
+    affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 2.0f, 1.0f);
+    cugraphs::check_launch("affine_kernel");
+  }
+  g.replay();
+  g.replay();
+  const auto after = host(x.span());
+  for (std::size_t i = 0; i < kN; i += 97) REQUIRE(after[i] == 2.0f * (2.0f * before[i] + 1.0f) + 1.0f);
+}
+
+}  // namespace
+
+// Before: the kernel ran once, eagerly, at capture time, every replay lacked it, and nothing
+// was reported.
+TEST_CASE("Escapes: a kernel launched on the legacy default stream during a Global capture is refused at the "
+          "launch and at the end, naming the legacy default stream; it never runs, and the graph is reusable",
+          "[escapes][gpu]") {
+  auto x = filled(kN, 1);
+  const auto original = host(x.span());
+  Graph g;
+  {
+    CaptureScope scope(g);
+    affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 3.0f, 0.5f);
+    fill_kernel<<<blocks_for(kN), kThreads>>>(x.data(), kN, 9.0f);  // no stream: the legacy default stream
+    auto e = expect_error([] { cugraphs::check_launch("the escaped fill_kernel"); });
+    CHECK(e.code() == cudaErrorStreamCaptureImplicit);
+    CHECK(contains(e.what(), "legacy default stream"));
+    CHECK(contains(e.what(), "current_stream()"));
+    e = expect_error([&] { scope.end(); });
+    CHECK(e.code() == cudaErrorStreamCaptureInvalidated);
+    CHECK(contains(e.what(), "legacy default stream"));
+    CHECK(contains(e.what(), "missing from every replay"));
+  }
+  CHECK_FALSE(g.is_capturing());
+  CHECK_FALSE(g.is_instantiated());
+  CHECK(bitwise_equal(host(x.span()), original));  // neither kernel ran
+  CHECK(cudaGetLastError() == cudaSuccess);
+  capture_and_check_affine(g, x);  // the same graph captures again
+}
+
+// Before: the escaped kernel went unnoticed when the user never checked the launch.
+TEST_CASE("Escapes: an unchecked legacy-stream launch, a synchronous cudaMemset, and a capture on the user's own "
+          "non-blocking stream are all caught at the end", "[escapes][gpu]") {
+  auto x = filled(kN, 2);
+  const auto original = host(x.span());
+  SECTION("unchecked launch") {
+    Graph g;
+    CaptureScope scope(g);
+    fill_kernel<<<blocks_for(kN), kThreads>>>(x.data(), kN, 9.0f);
+    const auto e = expect_error([&] { scope.end(); });
+    CHECK(contains(e.what(), "legacy default stream"));
+  }
+  SECTION("synchronous cudaMemset") {
+    Graph g;
+    CaptureScope scope(g);
+    CHECK(cudaMemset(x.data(), 0, x.bytes()) != cudaSuccess);
+    const auto e = expect_error([&] { scope.end(); });
+    CHECK(e.code() != cudaSuccess);
+  }
+  SECTION("the user's own non-blocking stream") {
+    cugraphs::Stream mine;
+    CHECK_FALSE(mine.blocking());
+    CaptureOptions o;
+    o.stream = mine;
+    Graph g;
+    CaptureScope scope(g, o);
+    fill_kernel<<<blocks_for(kN), kThreads>>>(x.data(), kN, 9.0f);
+    const auto e = expect_error([&] { scope.end(); });
+    CHECK(contains(e.what(), "legacy default stream"));
+  }
+  SECTION("ThreadLocal with EscapeCheck::On") {
+    CaptureOptions o;
+    o.mode = cugraphs::CaptureMode::ThreadLocal;
+    o.escapes = cugraphs::EscapeCheck::On;
+    Graph g;
+    CaptureScope scope(g, o);
+    fill_kernel<<<blocks_for(kN), kThreads>>>(x.data(), kN, 9.0f);
+    const auto e = expect_error([&] { scope.end(); });
+    CHECK(contains(e.what(), "legacy default stream"));
+  }
+  (void)cudaGetLastError();
+  CHECK(bitwise_equal(host(x.span()), original));
+  CHECK_FALSE(cugraphs::is_capturing(cugraphs::capture_stream()));
+}
+
+TEST_CASE("Escapes: EscapeCheck::Off (and Auto in ThreadLocal mode) lets legacy-stream work run once, eagerly, as "
+          "documented; the capture itself succeeds", "[escapes][gpu]") {
+  for (const bool thread_local_auto : {false, true}) {
+    auto x = filled(kN, 3);
+    DeviceBuffer<float> y(kN);
+    CaptureOptions o;
+    if (thread_local_auto) {
+      o.mode = cugraphs::CaptureMode::ThreadLocal;
+    } else {
+      o.escapes = cugraphs::EscapeCheck::Off;
+    }
+    Graph g;
+    {
+      CaptureScope scope(g, o);
+      copy_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(y.data(), x.data(), kN);
+      fill_kernel<<<blocks_for(kN), kThreads>>>(x.data(), kN, 9.0f);  // runs now, eagerly
+      cugraphs::check_launch("the eager fill_kernel");
+    }
+    CHECK(host(x.span())[5] == 9.0f + 0.005f);
+    g.replay();
+    CHECK(host(y.span())[5] == 9.0f + 0.005f);  // the replay copies; the fill is not in it
+  }
+}
+
+TEST_CASE("Escapes: a nested capture is guarded too, and guards leave nothing behind across many captures",
+          "[escapes][gpu]") {
+  auto x = filled(kN, 4);
+  Graph outer, inner;
+  cugraphs::Stream other;
+  {
+    CaptureScope o(outer);
+    affine_kernel<<<blocks_for(kN), kThreads, 0, o.stream()>>>(x.data(), kN, 1.0f, 1.0f);
+    CaptureOptions io;
+    io.stream = other;
+    {
+      CaptureScope i(inner, io);
+      fill_kernel<<<blocks_for(kN), kThreads>>>(x.data(), kN, 9.0f);
+      const auto e = expect_error([&] { i.end(); });
+      CHECK(contains(e.what(), "legacy default stream"));
+    }
+    (void)cudaGetLastError();
+    // The escape may also have reached the outer capture's guard; either way it ends cleanly.
+    try {
+      o.end();
+    } catch (const cugraphs::Error&) {
+    }
+  }
+  CHECK_FALSE(outer.is_capturing());
+  CHECK_FALSE(inner.is_capturing());
+  (void)cudaGetLastError();
+  for (int round = 0; round < 50; ++round) {
+    Graph g;
+    capture_and_check_affine(g, x);
+  }
+  // A capture is one node per kernel: the guard adds none.
+  Graph g;
+  {
+    CaptureScope scope(g);
+    affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 1.0f, 0.0f);
+  }
+  CHECK(node_count(g) == 1);
+}
+
+// Before: the stray kernel landed after the conditional node, silently.
+TEST_CASE("Escapes: work launched on the enclosing stream while a conditional body is open is an Error naming "
+          "the stream to use; the capture is aborted and the graph reusable", "[escapes][conditional][gpu]") {
+  DeviceBuffer<int> counter(1), stray(1);
+  DeviceBuffer<bool> go(1);
+  write_one(counter.data(), 3);
+  write_one(stray.data(), 0);
+  write_one(go.data(), true);
+  Graph g;
+  SECTION("While body, the capture stream") {
+    CaptureScope scope(g);
+    const cudaStream_t top = scope.stream();
+    ConditionalScope<cugraphs::While> loop(scope, go.data());
+    CHECK(cugraphs::current_stream() != top);
+    add_to<<<1, 1, 0, cugraphs::current_stream()>>>(counter.data(), -1);
+    add_to<<<1, 1, 0, top>>>(stray.data(), 1);  // the enclosing stream
+    const auto e = expect_error([&] { loop.end(); });
+    CHECK(contains(e.what(), "enclosing stream"));
+    CHECK(contains(e.what(), "the capture stream"));
+    CHECK(contains(e.what(), "current_stream()"));
+    CHECK_FALSE(g.is_capturing());
+    scope.abort();
+  }
+  SECTION("IfElse then-body, switching to the else-body") {
+    CaptureScope scope(g);
+    const cudaStream_t top = scope.stream();
+    ConditionalScope<cugraphs::IfElse> branch(scope, go.data());
+    add_to<<<1, 1, 0, top>>>(stray.data(), 1);
+    const auto e = expect_error([&] { branch.otherwise(); });
+    CHECK(contains(e.what(), "enclosing stream"));
+    scope.abort();
+  }
+  SECTION("a nested body, its enclosing body's stream") {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::If> outer(scope, go.data());
+    const cudaStream_t outer_body = cugraphs::current_stream();
+    ConditionalScope<cugraphs::If> inner(scope, go.data());
+    add_to<<<1, 1, 0, outer_body>>>(stray.data(), 1);
+    const auto e = expect_error([&] { inner.end(); });
+    CHECK(contains(e.what(), "the stream of the enclosing conditional body"));
+    scope.abort();
+  }
+  CHECK_FALSE(g.is_capturing());
+  CHECK(cugraphs::current_stream() == nullptr);
+  CHECK(read_one(stray.data()) == 0);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  auto x = filled(kN, 5);
+  capture_and_check_affine(g, x);
+}
+
+// Before: samples and staged inputs were copied as device-to-device copies whatever they were.
+TEST_CASE("Escapes: leaves in pinned host and managed memory are copied from where they lie, as samples of a "
+          "graphed callable, as its call inputs, and by Graph::stage_and_launch", "[escapes][graphed][gpu]") {
+  const auto a_values = random_floats(kN, 6), b_values = random_floats(kN, 7);
+  float* pinned = nullptr;
+  float* managed = nullptr;
+  cugraphs::check(cudaMallocHost(&pinned, kN * sizeof(float)), "cudaMallocHost");
+  cugraphs::check(cudaMallocManaged(&managed, kN * sizeof(float)), "cudaMallocManaged");
+  std::memcpy(pinned, a_values.data(), kN * sizeof(float));
+  std::memcpy(managed, b_values.data(), kN * sizeof(float));
+  const auto expect_sum = [&](const std::vector<float>& got, const std::vector<float>& a, const std::vector<float>& b) {
+    for (std::size_t i = 0; i < kN; ++i)
+      if (got[i] != 2.0f * a[i] + b[i]) return false;
+    return true;
+  };
+  {
+    auto f = cugraphs::make_graphed_callable(
+        [](In a, In b) {
+          DeviceBuffer<float> out(a.size());
+          twice_plus<<<blocks_for(a.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), a.data(), b.data(),
+                                                                                        a.size());
+          return out;
+        },
+        In(pinned, kN), In(managed, kN));
+    // The samples' values were copied into the static inputs.
+    CHECK(bitwise_equal(host(std::get<0>(f.static_inputs())), a_values));
+    CHECK(bitwise_equal(host(std::get<1>(f.static_inputs())), b_values));
+    const auto d = filled(kN, 8);
+    const auto d_values = host(d.span());
+    cugraphs::Stream s;
+    cugraphs::StreamGuard on(s);
+    CHECK(expect_sum(host(f(In(pinned, kN), In(managed, kN))), a_values, b_values));
+    CHECK(expect_sum(host(f(d.span(), In(pinned, kN))), d_values, a_values));
+    CHECK(expect_sum(host(f(In(managed, kN), d.span())), b_values, d_values));
+  }
+  {
+    DeviceBuffer<float> sa(kN), sb(kN), out(kN);
+    Graph g;
+    {
+      CaptureScope scope(g);
+      twice_plus<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(out.data(), sa.data(), sb.data(), kN);
+    }
+    const auto statics = std::tuple{In(sa.span()), In(sb.span())};
+    g.stage_and_launch(statics, std::tuple{In(pinned, kN), In(managed, kN)});
+    CHECK(expect_sum(host(out.span()), a_values, b_values));
+    g.stage_and_launch(statics, std::tuple{In(managed, kN), In(pinned, kN)});
+    CHECK(expect_sum(host(out.span()), b_values, a_values));
+  }
+  cugraphs::check(cudaFreeHost(pinned), "cudaFreeHost");
+  cugraphs::check(cudaFree(managed), "cudaFree");
+}
+
+TEST_CASE("Conditions: a condition made before its node is set by a kernel captured before the node, with no extra "
+          "node; Switch and char values work; a condition of another graph is an Error", "[escapes][conditional][gpu]") {
+  DeviceBuffer<int> value(1), hits(1), cases(3);
+  DeviceBuffer<char> flag(1);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    auto cond = scope.make_condition();
+    decide<<<1, 1, 0, scope.stream()>>>(cond, value.data(), 10);
+    {
+      ConditionalScope<cugraphs::If> body(scope, cond);
+      add_to<<<1, 1, 0, cugraphs::current_stream()>>>(hits.data(), 1);
+    }
+  }
+  CHECK(node_count(g) == 2);  // the deciding kernel and the conditional node
+  write_one(hits.data(), 0);
+  for (const int v : {5, 20, 11, 10, 40}) {
+    write_one(value.data(), v);
+    g.replay();
+  }
+  CHECK(read_one(hits.data()) == 3);
+
+  Graph sw;
+  {
+    CaptureScope scope(sw);
+    auto cond = scope.make_condition();
+    pick_case<<<1, 1, 0, scope.stream()>>>(cond, value.data());
+    ConditionalScope<cugraphs::Switch> s(scope, cond, 3);
+    for (unsigned c = 0; c < 3; ++c) {
+      s.case_(c);
+      add_to<<<1, 1, 0, cugraphs::current_stream()>>>(cases.data() + c, 1);
+    }
+  }
+  cugraphs::check(cudaMemset(cases.data(), 0, cases.bytes()), "cudaMemset");
+  for (const int v : {0, 1, 2, 4, 5, 8, 3}) {  // cases 0 1 2 1 2 2 0
+    write_one(value.data(), v);
+    sw.replay();
+  }
+  std::vector<int> counts(3);
+  cugraphs::check(cudaMemcpy(counts.data(), cases.data(), cases.bytes(), cudaMemcpyDeviceToHost), "read back");
+  CHECK(counts == std::vector<int>{2, 2, 3});
+
+  Graph c;
+  {
+    CaptureScope scope(c);
+    auto cond = scope.make_condition();
+    decide_from_char<<<1, 1, 0, scope.stream()>>>(cond, flag.data());
+    ConditionalScope<cugraphs::If> body(scope, cond);
+    add_to<<<1, 1, 0, cugraphs::current_stream()>>>(hits.data(), 100);
+  }
+  write_one(hits.data(), 0);
+  for (const char v : {'\0', 'x', '\0', '\1'}) {
+    write_one(flag.data(), v);
+    c.replay();
+  }
+  CHECK(read_one(hits.data()) == 200);
+
+  Graph bad;
+  DeviceBuffer<bool> go(1);
+  write_one(go.data(), false);
+  {
+    CaptureScope scope(bad);
+    auto top_level = scope.make_condition();
+    ConditionalScope<cugraphs::While> loop(scope, go.data());
+    auto e = expect_error([&] { ConditionalScope<cugraphs::If> inner(scope, top_level); });
+    CHECK(contains(e.what(), "another graph"));
+    scope.abort();
+  }
+  {
+    CaptureScope scope(bad);
+    const auto e = expect_error([&] { ConditionalScope<cugraphs::If> inner(scope, cugraphs::Condition{}); });
+    CHECK(contains(e.what(), "the Condition is empty"));
+    scope.abort();
+  }
+  CHECK_FALSE(bad.is_capturing());
+}
+
+TEST_CASE("KernelNodes: set_kernel_arg<I> changes one argument and keeps the rest; nodes may be declared with auto "
+          "before the capture and taken on a forked stream", "[escapes][update][gpu]") {
+  auto x = filled(kN, 9);
+  DeviceBuffer<float> y(kN);
+  auto node = cugraphs::kernel_node_for(affine_kernel);
+  auto forked_node = cugraphs::kernel_node_for(copy_kernel);
+  CHECK(node.empty());
+  Graph g;
+  cugraphs::Stream side;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  cugraphs::check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "event");
+  cugraphs::check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "event");
+  {
+    CaptureScope scope(g);
+    affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 2.0f, 1.0f);
+    node = cugraphs::captured_kernel_node(affine_kernel);
+    cugraphs::check(cudaEventRecord(fork, scope.stream()), "fork");
+    cugraphs::check(cudaStreamWaitEvent(side, fork, 0), "fork");
+    copy_kernel<<<blocks_for(kN), kThreads, 0, side>>>(y.data(), x.data(), kN);
+    forked_node = cugraphs::captured_kernel_node(copy_kernel, side);
+    cugraphs::check(cudaEventRecord(join, side), "join");
+    cugraphs::check(cudaStreamWaitEvent(scope.stream(), join, 0), "join");
+  }
+  cugraphs::check(cudaEventDestroy(fork), "event");
+  cugraphs::check(cudaEventDestroy(join), "event");
+  CHECK_FALSE(node.empty());
+  CHECK(std::get<2>(node.arguments()) == 2.0f);
+  CHECK(std::get<3>(node.arguments()) == 1.0f);
+  const auto x0 = host(x.span());
+  g.set_kernel_arg<3>(node, -4.0f);  // b only: a stays 2
+  g.replay();
+  auto x1 = host(x.span());
+  for (std::size_t i = 0; i < kN; i += 31) REQUIRE(x1[i] == 2.0f * x0[i] - 4.0f);
+  g.set_kernel_arg<2>(node, 0.5f);  // a now; b stays -4
+  CHECK(std::get<3>(node.arguments()) == -4.0f);
+  g.replay();
+  const auto x2 = host(x.span());
+  for (std::size_t i = 0; i < kN; i += 31) REQUIRE(x2[i] == 0.5f * x1[i] - 4.0f);
+  DeviceBuffer<float> z(kN);
+  g.set_kernel_arg<0>(forked_node, z.data());  // the forked copy now writes z
+  g.replay();
+  CHECK(bitwise_equal(host(z.span()), host(x.span())));
+  CHECK(g.holds(node));
+  Graph other;
+  CHECK_FALSE(other.holds(node));
+}
+
+TEST_CASE("KernelNodes: AdamW inside a GraphedPair's backward takes its bias corrections per step through "
+          "set_kernel_arg: one forward and one backward launch per step, bitwise the eager loop",
+          "[escapes][training][gpu]") {
+  constexpr int kSteps = 12;
+  constexpr float lr = 1e-2f, beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f, wd = 0.01f;
+  auto w = filled(kN, 10), w_eager = filled(kN, 10);
+  DeviceBuffer<float> dw(kN), m(kN), v(kN), dw_eager(kN), m_eager(kN), v_eager(kN);
+  for (auto* b : {&m, &v, &m_eager, &v_eager}) cugraphs::check(cudaMemset(b->data(), 0, b->bytes()), "zero");
+  const auto x0 = filled(kN, 11);
+  auto opt_node = cugraphs::kernel_node_for(adamw);
+  Out dw_span = dw.span();
+  float* m_ptr = m.data();
+  float* v_ptr = v.data();
+  auto forward = [](In x, In wt) {
+    DeviceBuffer<float> y(x.size());
+    scale_forward<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(y.data(), x.data(), wt.data(),
+                                                                                     x.size());
+    return y;
+  };
+  auto backward = [&](In x, In wt, Out, In dy) {
+    DeviceBuffer<float> dx(x.size());
+    const cudaStream_t s = cugraphs::current_stream();
+    scale_backward<<<blocks_for(x.size()), kThreads, 0, s>>>(dx.data(), dw_span.data(), dy.data(), x.data(), wt.data(),
+                                                              x.size());
+    adamw<<<blocks_for(x.size()), kThreads, 0, s>>>(const_cast<float*>(wt.data()), m_ptr, v_ptr, dw_span.data(),
+                                                     x.size(), lr, beta1, beta2, eps, wd, 1.0f - beta1, 1.0f - beta2);
+    opt_node = cugraphs::captured_kernel_node(adamw);
+    return dx;
+  };
+  cugraphs::GraphedOptions opts;
+  opts.warmup_iters = 0;  // the backward steps the optimizer: no eager warm-up steps
+  auto pair = cugraphs::make_graphed_pair(opts, forward, backward, cugraphs::requires_grad(In(x0)),
+                                          cugraphs::param(In(w)));
+  CHECK(node_count(pair.backward_graph()) >= 2);
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  DeviceBuffer<float> y_eager(kN), dx_eager(kN);
+  for (int step = 1; step <= kSteps; ++step) {
+    const float bc1 = 1.0f - std::pow(beta1, static_cast<float>(step));
+    const float bc2 = 1.0f - std::pow(beta2, static_cast<float>(step));
+    const auto x = filled(kN, 100 + static_cast<std::uint32_t>(step));
+    const auto dy = filled(kN, 200 + static_cast<std::uint32_t>(step));
+    pair.set_kernel_arg<10>(opt_node, bc1);
+    pair.set_kernel_arg<11>(opt_node, bc2);
+    (void)pair.forward(In(x));
+    (void)pair.backward(In(dy));
+
+    scale_forward<<<blocks_for(kN), kThreads, 0, stream>>>(y_eager.data(), x.data(), w_eager.data(), kN);
+    scale_backward<<<blocks_for(kN), kThreads, 0, stream>>>(dx_eager.data(), dw_eager.data(), dy.data(), x.data(),
+                                                            w_eager.data(), kN);
+    adamw<<<blocks_for(kN), kThreads, 0, stream>>>(w_eager.data(), m_eager.data(), v_eager.data(), dw_eager.data(), kN,
+                                                   lr, beta1, beta2, eps, wd, bc1, bc2);
+    cugraphs::check_launch("eager step");
+    REQUIRE(bitwise_equal(host(w.span()), host(w_eager.span())));
+  }
+  CHECK(pair.backward_calls() == kSteps);
+  const auto e = expect_error([&] { pair.set_kernel_arg<10>(cugraphs::kernel_node_for(adamw), 0.5f); });
+  CHECK(contains(e.what(), "not taken in this pair"));
+}
+
+TEST_CASE("Graph: capture_or_update captures on the first call and updates in place after; node_count; a graphed "
+          "callable warmed up and captured on GraphedOptions::stream", "[escapes][update][gpu]") {
+  auto x = filled(kN, 12);
+  Graph g;
+  CHECK(g.node_count() == 0);
+  for (int step = 0; step < 4; ++step) {
+    const float a = 1.0f + static_cast<float>(step), b = 0.25f * static_cast<float>(step);
+    const auto r = g.capture_or_update(
+        [&](cudaStream_t s) { affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, a, b); });
+    CHECK(r.applied());
+    CHECK(r.updated == (step > 0));
+    const auto before = host(x.span());
+    g.replay();
+    const auto after = host(x.span());
+    for (std::size_t i = 0; i < kN; i += 53) REQUIRE(after[i] == a * before[i] + b);
+  }
+  CHECK(g.node_count() == 1);
+
+  cugraphs::Stream mine;
+  cugraphs::GraphedOptions o;
+  o.stream = mine;
+  int calls = 0;
+  auto f = cugraphs::make_graphed_callable(
+      o,
+      [&](In in) {
+        ++calls;
+        CHECK(cugraphs::current_stream() == mine.get());
+        DeviceBuffer<float> out(in.size());
+        twice_plus<<<blocks_for(in.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), in.data(),
+                                                                                       in.data(), in.size());
+        return out;
+      },
+      In(x.span()));
+  CHECK(calls == 4);  // three warm-up calls and the capture
+  const auto y = filled(kN, 13);
+  const auto got = host(f(y.span())), want = host(y.span());
+  for (std::size_t i = 0; i < kN; ++i) REQUIRE(got[i] == 3.0f * want[i]);
+}
