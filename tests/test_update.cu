@@ -325,7 +325,7 @@ TEST_CASE("Graph::set_kernel_args and captured_kernel_node: misuse is an Error t
   put(flag, false);
 
   auto e = expect_error([&] { (void)cugraphs::captured_kernel_node(add_kernel, stream); });
-  CHECK(contains(e.what(), "captured_kernel_node: the stream is not the stream of a capture open on this thread"));
+  CHECK(contains(e.what(), "captured_kernel_node: the stream is not capturing for a capture open on this thread"));
   e = expect_error([&] { g.set_kernel_args(node, x.data(), kN, 1.0f); });
   CHECK(contains(e.what(), "Graph::set_kernel_args: nothing has been captured into this graph"));
   {
