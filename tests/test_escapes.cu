@@ -570,3 +570,30 @@ TEST_CASE("Graph: capture_or_update captures on the first call and updates in pl
   const auto got = host(f(y.span())), want = host(y.span());
   for (std::size_t i = 0; i < kN; ++i) REQUIRE(got[i] == 3.0f * want[i]);
 }
+
+TEST_CASE("CurrentStreamListener: sees every change of the current stream (StreamGuard, CaptureScope, conditional "
+          "bodies) in order, until it goes", "[escapes][conditional][gpu]") {
+  std::vector<cudaStream_t> seen;
+  auto record = [](void* context, cudaStream_t s) { static_cast<std::vector<cudaStream_t>*>(context)->push_back(s); };
+  cugraphs::Stream mine;
+  DeviceBuffer<bool> go(1);
+  write_one(go.data(), false);
+  Graph g;
+  cudaStream_t capture = nullptr, body = nullptr;
+  {
+    cugraphs::CurrentStreamListener listener(record, &seen);
+    cugraphs::StreamGuard on(mine);
+    {
+      CaptureScope scope(g);
+      capture = scope.stream();
+      {
+        ConditionalScope<cugraphs::While> loop(scope, go.data());
+        body = loop.stream();
+      }
+    }
+  }
+  cugraphs::StreamGuard after(mine);  // the listener is gone: not recorded
+  const std::vector<cudaStream_t> expected{mine.get(), capture, body, capture, mine.get(), nullptr};
+  CHECK(seen == expected);
+  CHECK(body != capture);
+}
