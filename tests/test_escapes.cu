@@ -514,8 +514,7 @@ TEST_CASE("KernelNodes: AdamW inside a GraphedPair's backward takes its bias cor
     const float bc2 = 1.0f - std::pow(beta2, static_cast<float>(step));
     const auto x = filled(kN, 100 + static_cast<std::uint32_t>(step));
     const auto dy = filled(kN, 200 + static_cast<std::uint32_t>(step));
-    pair.set_kernel_arg<10>(opt_node, bc1);
-    pair.set_kernel_arg<11>(opt_node, bc2);
+    pair.set_kernel_arg<10, 11>(opt_node, bc1, bc2);  // one cudaGraphExecKernelNodeSetParams
     (void)pair.forward(In(x));
     (void)pair.backward(In(dy));
 

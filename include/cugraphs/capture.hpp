@@ -63,6 +63,10 @@ struct CaptureOptions {
 
 namespace detail {
 
+// Whether V converts to P as P{v} would, without narrowing.
+template <class V, class P>
+concept converts_without_narrowing = requires(const V& v) { P{v}; };
+
 [[nodiscard]] constexpr cudaStreamCaptureMode to_cuda(CaptureMode m) noexcept {
   switch (m) {
     case CaptureMode::ThreadLocal: return cudaStreamCaptureModeThreadLocal;
@@ -408,19 +412,24 @@ public:
                       "Graph::set_kernel_args");
   }
 
-  /// Changes argument `I` of one kernel node in the executable and keeps the others as they
-  /// run now (captured, or as set since): for per-step scalars such as an optimizer's step
-  /// count, `graph.set_kernel_arg<5>(node, step)` before each replay. Launches already queued
-  /// keep what they had. The type is checked at compile time.
-  template <std::size_t I, class... P, class A>
-  void set_kernel_arg(const KernelNode<P...>& node, const A& value) {
-    static_assert(I < sizeof...(P), "cugraphs: Graph::set_kernel_arg<I>: I is not a parameter of the node's kernel");
-    using Param = std::tuple_element_t<I, typename KernelNode<P...>::Arguments>;
-    static_assert(std::is_convertible_v<const A&, Param>,
-                  "cugraphs: Graph::set_kernel_arg<I>: the value must convert to the kernel's parameter I");
-    auto values = node.arguments();
-    std::get<I>(values) = static_cast<Param>(value);
-    apply_kernel_args(node, std::move(values), "Graph::set_kernel_arg");
+  /// Changes arguments `I...` of one kernel node in the executable, in one call, and keeps
+  /// the others as they run now (captured, or as set since): for per-step scalars such as
+  /// an optimizer's bias corrections, `graph.set_kernel_arg<10, 11>(node, bc1, bc2)` before
+  /// each replay. Launches already queued keep what they had. Each value must convert to its
+  /// parameter without narrowing (a float for a size_t parameter is a compile error).
+  template <std::size_t... I, class... P, class... V>
+    requires(sizeof...(I) > 0)
+  void set_kernel_arg(const KernelNode<P...>& node, const V&... values) {
+    static_assert(sizeof...(I) == sizeof...(V), "cugraphs: Graph::set_kernel_arg<I...> takes one value per index");
+    static_assert(((I < sizeof...(P)) && ...),
+                  "cugraphs: Graph::set_kernel_arg<I...>: an index is not a parameter of the node's kernel");
+    using Args = typename KernelNode<P...>::Arguments;
+    static_assert((detail::converts_without_narrowing<V, std::tuple_element_t<I, Args>> && ...),
+                  "cugraphs: Graph::set_kernel_arg<I...>: each value must convert to its kernel parameter's type "
+                  "without narrowing (is the index right? write 1.0f for a float parameter)");
+    auto args = node.arguments();
+    ((std::get<I>(args) = static_cast<std::tuple_element_t<I, Args>>(values)), ...);
+    apply_kernel_args(node, std::move(args), "Graph::set_kernel_arg");
   }
 
   /// Whether `node` was taken in the capture this graph runs (or was instantiated from).

@@ -120,10 +120,14 @@ private:
   bool switched_ = false;
 };
 
-// The device `s` runs on: the current device for a default stream. Never throws, and runs
-// in relaxed capture mode so that an open capture goes on.
+// The device `s` runs on: the current device for a default stream, and for a capturing
+// stream, which cudaStreamGetDevice refuses (and the refusal would invalidate the capture);
+// a capture runs with its device current (Graph::capture_begin checks it). Never throws.
 [[nodiscard]] inline cudaError_t device_of(cudaStream_t s, int& dev) noexcept {
   if (cugraphs::detail::is_default_stream(s)) return cudaGetDevice(&dev);
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (const cudaError_t e = cudaStreamIsCapturing(s, &status); e != cudaSuccess) return e;
+  if (status != cudaStreamCaptureStatusNone) return cudaGetDevice(&dev);
   RelaxedCaptureMode relaxed;
   return cudaStreamGetDevice(s, &dev);
 }
@@ -178,6 +182,10 @@ public:
     entries_.clear();
   }
 
+  // Whether `s` has been followed before (its device was checked then).
+  [[nodiscard]] bool known(cudaStream_t s) const noexcept {
+    return std::any_of(entries_.begin(), entries_.end(), [s](const Entry& e) { return e.stream == s; });
+  }
   [[nodiscard]] std::size_t count() const noexcept { return entries_.size(); }
   [[nodiscard]] std::size_t bytes() const noexcept { return bytes_; }
 
@@ -226,7 +234,7 @@ public:
     if (failure_.step != nullptr) [[unlikely]]
       report(op);
     if (const cudaStream_t s = current_stream(); !bound_ || s != stream_) [[unlikely]] {
-      check_device(s, op);
+      if (!workspaces_.known(s)) check_device(s, op);
       bind(s);
       if (failure_.step != nullptr) report(op);
     }
@@ -259,16 +267,19 @@ private:
     if (b->orphaned_.load(std::memory_order_acquire)) return;
     if (b->bound_ && s == b->stream_) return;
     // A stream of another device: the handle serves its own device only. It keeps its last
-    // stream, and get() refuses while such a stream is current.
-    int dev = 0;
-    if (device_of(s, dev) != cudaSuccess) {
-      (void)cudaGetLastError();
-      b->bound_ = false;
-      return;
-    }
-    if (dev != b->device_) {
-      b->bound_ = false;
-      return;
+    // stream, and get() refuses while such a stream is current. A stream followed before was
+    // checked then.
+    if (!b->workspaces_.known(s)) {
+      int dev = 0;
+      if (device_of(s, dev) != cudaSuccess) {
+        (void)cudaGetLastError();
+        b->bound_ = false;
+        return;
+      }
+      if (dev != b->device_) {
+        b->bound_ = false;
+        return;
+      }
     }
     b->bind(s);
   }

@@ -315,10 +315,11 @@ public:
   void set_kernel_args(const KernelNode<P...>& node, const A&... args) {
     graph_.set_kernel_args(node, args...);
   }
-  /// Graph::set_kernel_arg<I> on the callable's graph: a per-call scalar, kept for later calls.
-  template <std::size_t I, class... P, class A>
-  void set_kernel_arg(const KernelNode<P...>& node, const A& value) {
-    graph_.template set_kernel_arg<I>(node, value);
+  /// Graph::set_kernel_arg<I...> on the callable's graph: per-call scalars, kept for later calls.
+  template <std::size_t... I, class... P, class... V>
+    requires(sizeof...(I) > 0)
+  void set_kernel_arg(const KernelNode<P...>& node, const V&... values) {
+    graph_.template set_kernel_arg<I...>(node, values...);
   }
   /// How many input leaves calls have copied so far (aliased inputs are not copied).
   [[nodiscard]] std::uint64_t staged_copies() const noexcept { return copies_; }

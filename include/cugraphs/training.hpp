@@ -450,14 +450,15 @@ public:
       bwd_->set_kernel_args(node, args...);
     }
   }
-  /// Graph::set_kernel_arg<I> on whichever graph captured `node`: a per-step scalar (an
+  /// Graph::set_kernel_arg<I...> on whichever graph captured `node`: per-step scalars (an
   /// optimizer's step count or learning rate in the backward), kept for later steps.
-  template <std::size_t I, class... P, class V>
-  void set_kernel_arg(const KernelNode<P...>& node, const V& value) {
+  template <std::size_t... I, class... P, class... V>
+    requires(sizeof...(I) > 0)
+  void set_kernel_arg(const KernelNode<P...>& node, const V&... values) {
     if (holds_forward(node)) {
-      fwd_->template set_kernel_arg<I>(node, value);
+      fwd_->template set_kernel_arg<I...>(node, values...);
     } else {
-      bwd_->template set_kernel_arg<I>(node, value);
+      bwd_->template set_kernel_arg<I...>(node, values...);
     }
   }
 
