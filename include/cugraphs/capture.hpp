@@ -221,6 +221,7 @@ public:
     const bool instantiate_now = capture_->instantiate;
     const std::string driver_said = e != cudaSuccess ? capture_->log.since() : std::string{};
     std::unique_ptr<detail::LaunchRing> ring = std::move(capture_->ring);
+    std::vector<std::shared_ptr<void>> kept = std::move(capture_->keep_alive);
     if (ring) ring->end_capture();
     close_capture(e == cudaSuccess && g != nullptr && tail == cudaSuccess);
     if (e != cudaSuccess || g == nullptr || tail != cudaSuccess) {
@@ -250,6 +251,7 @@ public:
       CUGRAPHS_RETHROW;
     }
     if (ring) ring_ = std::move(ring);
+    keep_alive_.insert(keep_alive_.end(), kept.begin(), kept.end());
     current_capture_ = capture_id;
     detail::LastCapture::instance().set(graph_);
     if (instantiate_now) instantiate();
@@ -566,6 +568,9 @@ private:
     // launches must not run beside them on the same words.
     if (source.ring_) source.ring_->wait_all("Graph::update: waiting for the source's launches");
     ring_ = std::move(source.ring_);
+    // Launches already queued may use what the old capture kept: keep both.
+    keep_alive_.insert(keep_alive_.end(), source.keep_alive_.begin(), source.keep_alive_.end());
+    source.keep_alive_.clear();
     if (instantiated) {
       detail::report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");  // freed once idle
       exec_ = std::exchange(source.exec_, nullptr);
@@ -680,6 +685,7 @@ private:
     graph_.reset();
     identity_.reset();
     identity_nodes_.clear();
+    keep_alive_.clear();  // after the executable: its replays used them
     current_capture_ = instantiated_capture_ = 0;
   }
 
@@ -760,6 +766,7 @@ private:
     ring_ = std::move(o.ring_);
     identity_ = std::move(o.identity_);
     identity_nodes_ = std::move(o.identity_nodes_);
+    keep_alive_ = std::move(o.keep_alive_);
     current_capture_ = std::exchange(o.current_capture_, 0);
     instantiated_capture_ = std::exchange(o.instantiated_capture_, 0);
     upload_stream_ = o.upload_stream_;
@@ -782,6 +789,7 @@ private:
   // executable's nodes (graph_ is then the capture applied last); null when it is graph_.
   std::shared_ptr<detail::NativeGraph> identity_;
   std::vector<cudaGraphNode_t> identity_nodes_;  // its nodes, for KernelNodes of later captures
+  std::vector<std::shared_ptr<void>> keep_alive_;  // what captured work uses (keep_alive_with_capture)
   std::uint64_t current_capture_ = 0;            // the capture graph_ holds
   std::uint64_t instantiated_capture_ = 0;       // the capture exec_ was instantiated from
   cudaStream_t upload_stream_ = nullptr;

@@ -10,6 +10,7 @@
 #  error "cugraphs/cublas.hpp needs cuBLAS's cublas_v2.h; build with cuBLAS, or leave this header out"
 #endif
 
+#include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/stream.hpp>
@@ -148,7 +149,7 @@ public:
     memory = nullptr;
     for (const Entry& e : entries_)
       if (e.stream == s) {
-        memory = e.memory;
+        memory = e.memory.get();
         return cudaSuccess;
       }
     if (bytes_ != 0) {
@@ -161,26 +162,32 @@ public:
       }
     }
     CUGRAPHS_TRY {
-      entries_.push_back({s, memory});
-    } CUGRAPHS_CATCH_ALL {  // out of host memory: give the block back and say so
-      RelaxedCaptureMode relaxed;
-      (void)cudaFree(memory);
+      // Shared: a graph whose capture used the block keeps it (keep_alive_with_capture).
+      const int dev = device_;
+      std::shared_ptr<void> block(memory, [dev](void* p) {
+        if (p == nullptr) return;
+        QuietDeviceGuard on(dev);
+        RelaxedCaptureMode relaxed;
+        cugraphs::detail::report_in_destructor(cudaFree(p), "cudaFree (a cuBLAS workspace)");
+      });
+      entries_.push_back({s, std::move(block)});
+    } CUGRAPHS_CATCH_ALL {  // out of host memory: the deleter gave the block back
       memory = nullptr;
       return cudaErrorMemoryAllocation;
     }
     return cudaSuccess;
   }
 
-  // Frees every block (cudaFree waits for the work that may still use them).
-  void release() noexcept {
-    if (entries_.empty()) return;
-    QuietDeviceGuard on(device_);
-    RelaxedCaptureMode relaxed;
+  // The block of `s`, shared (null when none).
+  [[nodiscard]] std::shared_ptr<void> shared(cudaStream_t s) const noexcept {
     for (const Entry& e : entries_)
-      if (e.memory != nullptr)
-        cugraphs::detail::report_in_destructor(cudaFree(e.memory), "cudaFree (a cuBLAS workspace)");
-    entries_.clear();
+      if (e.stream == s) return e.memory;
+    return nullptr;
   }
+
+  // Lets go of every block: freed now (cudaFree waits for the work that may still use
+  // them), or when the last graph whose capture used it goes.
+  void release() noexcept { entries_.clear(); }
 
   // Whether `s` has been followed before (its device was checked then).
   [[nodiscard]] bool known(cudaStream_t s) const noexcept {
@@ -192,7 +199,7 @@ public:
 private:
   struct Entry {
     cudaStream_t stream;
-    void* memory;
+    std::shared_ptr<void> memory;
   };
   int device_;
   std::size_t bytes_;
@@ -237,6 +244,7 @@ public:
       if (!workspaces_.known(s)) check_device(s, op);
       bind(s);
       if (failure_.step != nullptr) report(op);
+      if (bound_) (void)cugraphs::detail::keep_alive_with_capture(workspaces_.shared(stream_));
     }
     return handle_;
   }
@@ -265,7 +273,14 @@ private:
   static void on_change(void* self, cudaStream_t s) noexcept {
     auto* b = static_cast<Binder*>(self);
     if (b->orphaned_.load(std::memory_order_acquire)) return;
-    if (b->bound_ && s == b->stream_) return;
+    if (!(b->bound_ && s == b->stream_)) b->follow(s);
+    // Inside a capture (a scope or body opening), the graph keeps the workspace its GEMMs
+    // will use, so that destroying the handle first cannot free it under a replay.
+    if (b->bound_) (void)cugraphs::detail::keep_alive_with_capture(b->workspaces_.shared(b->stream_));
+  }
+
+  void follow(cudaStream_t s) noexcept {
+    Binder* b = this;
     // A stream of another device: the handle serves its own device only. It keeps its last
     // stream, and get() refuses while such a stream is current. A stream followed before was
     // checked then.

@@ -20,6 +20,11 @@ for h in $headers; do
     echo "skipped: $h (no nccl.h in $cuda_inc)"
     continue
   fi
+  # Likewise the optional cuBLAS header needs cublas_v2.h.
+  if [[ $h == cugraphs/cublas.hpp && ! -f $cuda_inc/cublas_v2.h ]]; then
+    echo "skipped: $h (no cublas_v2.h in $cuda_inc)"
+    continue
+  fi
   name=$(tr '/.' '__' <<<"$h")
   printf '#include <%s>\n' "$h" >"$work/$name.cpp"
   cp "$work/$name.cpp" "$work/$name.cu"

@@ -217,6 +217,7 @@ public:
   std::unique_ptr<LaunchRing> ring;  // once the graph draws random numbers or stages inputs
   std::vector<ConditionalFrame> conditionals;  // open conditional nodes, innermost last
   std::vector<std::string> collectives;        // collectives captured, in order (cugraphs/nccl.hpp)
+  std::vector<std::shared_ptr<void>> keep_alive;  // resources captured work uses; the Graph keeps them
   cudaStream_t guard = nullptr;                // the escape guard forked into the capture, if any
   DriverLog log;                               // the driver's log position at capture_begin
 
@@ -515,6 +516,23 @@ private:
   cudaEvent_t guard_event_ = nullptr;  // the event fork_guard recorded, for join_guard
   std::vector<cudaStream_t> saved_;  // current streams before each push, oldest first
 };
+
+// Keeps `resource` alive as long as the graph of the innermost capture open on this thread,
+// and its executable, live: for memory captured work uses that cugraphs does not own (a
+// cuBLAS workspace), so that it cannot be freed under a later replay. Returns false outside
+// a capture (or when out of host memory).
+inline bool keep_alive_with_capture(std::shared_ptr<void> resource) noexcept {
+  CaptureSession* s = innermost_capture();
+  if (s == nullptr) return false;
+  CUGRAPHS_TRY {
+    for (const auto& r : s->keep_alive)
+      if (r == resource) return true;
+    s->keep_alive.push_back(std::move(resource));
+  } CUGRAPHS_CATCH_ALL {
+    return false;
+  }
+  return true;
+}
 
 // Frees of stream-ordered allocations whose stream was capturing at the time: issuing
 // cudaFreeAsync then would put the free into the graph. They run once the stream's
