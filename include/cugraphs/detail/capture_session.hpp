@@ -175,8 +175,27 @@ struct DriverLog {
       (void)cudaGetLastError();
       return {};
     }
-    std::string said(text, std::min(size, sizeof(text) - 1));
-    while (!said.empty() && (said.back() == '\n' || said.back() == '\0')) said.pop_back();
+    // Lines read "[time][thread][CUDA][E] text": keep the texts, joined by "; ".
+    const std::string_view all(text, std::min(size, sizeof(text) - 1));
+    std::string said;
+    for (std::size_t at = 0; at < all.size();) {
+      std::size_t end = all.find('\n', at);
+      if (end == std::string_view::npos) end = all.size();
+      std::string_view line = all.substr(at, end - at);
+      at = end + 1;
+      while (line.size() > 1 && line.front() == '[') {
+        const std::size_t close = line.find(']');
+        if (close == std::string_view::npos) break;
+        line.remove_prefix(close + 1);
+      }
+      while (!line.empty() && (line.front() == ' ' || line.back() == '\0' || line.back() == ' ' || line.back() == '\r')) {
+        if (line.front() == ' ') line.remove_prefix(1);
+        else line.remove_suffix(1);
+      }
+      if (line.empty()) continue;
+      if (!said.empty()) said += "; ";
+      said += line;
+    }
     return said.empty() ? std::string{} : format(" The driver said: \"{}\".", said);
   }
 #else
