@@ -426,8 +426,8 @@ private:
 /// the current_stream() of the thread that made it: a CaptureScope, a conditional body or
 /// a StreamGuard re-binds it, so GEMMs issued through it land where the current stream is,
 /// inside conditional bodies too. Each stream gets a workspace of its own (HandleOptions),
-/// which the graphs captured through the Handle keep using: keep the Handle alive while they
-/// may replay, and replay graphs that share a stream's workspace in order, never
+/// which each graph captured through the Handle keeps alive as long as the graph lives (the
+/// Handle may go first); replay graphs that share a stream's workspace in order, never
 /// concurrently. Use and destroy it on the thread that made it, with its device current.
 /// Move-only.
 class Handle {
@@ -497,8 +497,8 @@ private:
 /// Makes an existing cuBLAS handle, owned by the caller, follow the current_stream() of
 /// this thread the way a Handle does (for ports that keep their own handle): while the Follow
 /// lives, every change of the current stream re-binds the raw handle, with a workspace of
-/// the Follow's own for each stream. Keep the Follow alive while graphs captured under it may
-/// replay, and the handle alive longer than the Follow. When the Follow ends, the handle
+/// the Follow's own for each stream; graphs captured under it keep the workspaces they use.
+/// Keep the handle alive longer than the Follow. When the Follow ends, the handle
 /// goes back to the stream it had, with cuBLAS's default workspace. One Handle or Follow per
 /// cuBLAS handle at a time. Move-only; use and destroy it on the thread that made it.
 class Follow {
