@@ -7,11 +7,14 @@
 
 #include <cugraphs/graph.hpp>
 
+#include <cuda/std/span>
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
 #include <tuple>
+#include <type_traits>
 #include <vector>
 
 using namespace cugraphs_test;
@@ -104,6 +107,18 @@ void capture_and_check_affine(Graph& g, DeviceBuffer<float>& x) {
   g.replay();
   const auto after = host(x.span());
   for (std::size_t i = 0; i < kN; i += 97) REQUIRE(after[i] == 2.0f * (2.0f * before[i] + 1.0f) + 1.0f);
+}
+
+// The contract's conversion, checked where nvcc compiles: DeviceSpan<T> -> cuda::std::span<T>.
+static_assert(std::is_convertible_v<DeviceSpan<float>, cuda::std::span<float>>);
+static_assert(std::is_convertible_v<DeviceSpan<const float>, cuda::std::span<const float>>);
+static_assert(!std::is_convertible_v<DeviceSpan<float>, cuda::std::span<int>>);
+
+[[maybe_unused]] __device__ float sum_through_cuda_span(DeviceSpan<const float> in) {
+  const cuda::std::span<const float> s = in;  // in device code, as kernels would
+  float total = 0.0f;
+  for (const float v : s) total += v;
+  return total;
 }
 
 }  // namespace

@@ -4,7 +4,9 @@
 
 #include <cugraphs/graph.hpp>
 
+#include <span>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -149,4 +151,16 @@ TEST_CASE("GraphSet: collective logs that differ are described by their first di
   m = cugraphs::detail::collective_mismatch(Logs{{"a"}, {"a", "b"}, {"a"}}, devices);
   REQUIRE(m);
   CHECK(*m == "device 0 captured 1 collective and device 1 captured 2; the first without a partner is b on device 1");
+}
+
+TEST_CASE("DeviceSpan converts to std::span of the same element type (its range constructor), unambiguously",
+          "[span]") {
+  float values[5] = {1.0f, 2.0f, 3.0f, 4.0f, 5.0f};
+  const cugraphs::DeviceSpan<float> d(values + 1, 3);
+  const std::span<float> s = d;
+  CHECK(s.data() == values + 1);
+  CHECK(s.size() == 3);
+  const std::span<const float> c = cugraphs::DeviceSpan<const float>(d);
+  CHECK(c[2] == 4.0f);
+  static_assert(!std::is_convertible_v<cugraphs::DeviceSpan<float>, std::span<double>>);
 }
