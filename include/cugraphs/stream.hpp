@@ -144,36 +144,40 @@ public:
   CurrentStreamListener& operator=(const CurrentStreamListener&) = delete;
 };
 
+namespace detail {
+
+// The streams cugraphs keeps per thread: the capture stream of each device, a stream per
+// conditional nesting depth for bodies, and a blocking escape guard per capture depth.
+enum class ThreadStream : unsigned char { Capture, Body, EscapeGuard };
+
+// This thread's stream of `role` on `device` at nesting `depth`, made on first use and kept
+// for the thread's life. Escape guards are blocking streams (see CaptureSession::fork_guard:
+// while one captures, CUDA refuses legacy-stream work), the others non-blocking.
+[[nodiscard]] inline cudaStream_t thread_stream(ThreadStream role, int device, std::size_t depth = 0) {
+  struct Entry {
+    ThreadStream role;
+    int device;
+    std::size_t depth;
+    std::unique_ptr<Stream> stream;
+  };
+  thread_local std::vector<Entry> streams;
+  for (const Entry& e : streams)
+    if (e.role == role && e.device == device && e.depth == depth) return e.stream->get();
+  auto made = std::make_unique<Stream>(device, StreamOptions{role == ThreadStream::EscapeGuard, 0});
+  streams.push_back({role, device, depth, std::move(made)});
+  return streams.back().stream->get();
+}
+
+}  // namespace detail
+
 /// The side stream captures use by default on `device` (the legacy default stream cannot
 /// capture). Each thread has its own, so threads capturing concurrently never share one.
 [[nodiscard]] inline cudaStream_t capture_stream(int device) {
-  thread_local std::vector<std::unique_ptr<Stream>> streams;
   if (device < 0 || device >= detail::device_count())
     detail::throw_cuda(cudaErrorInvalidDevice,
                        detail::format("capture_stream({}): no such device", device));
-  const auto index = static_cast<std::size_t>(device);
-  if (streams.size() <= index) streams.resize(index + 1);
-  auto& s = streams[index];
-  if (!s) s = std::make_unique<Stream>(device);
-  return s->get();
+  return detail::thread_stream(detail::ThreadStream::Capture, device);
 }
-
-namespace detail {
-// A blocking stream of this thread on `device` for capture number `depth` (0: outermost)
-// open on the thread. A capture forks it in and joins it back before it ends (an empty
-// branch: no node), so that while the capture is open any work issued to the legacy
-// default stream, which would have to wait for this blocking stream, is refused by CUDA
-// (cudaErrorStreamCaptureImplicit) instead of running once at capture time.
-[[nodiscard]] inline cudaStream_t escape_guard_stream(int device, std::size_t depth) {
-  thread_local std::vector<std::vector<std::unique_ptr<Stream>>> streams;
-  const auto index = static_cast<std::size_t>(device);
-  if (streams.size() <= index) streams.resize(index + 1);
-  auto& level = streams[index];
-  if (level.size() <= depth) level.resize(depth + 1);
-  if (!level[depth]) level[depth] = std::make_unique<Stream>(device, StreamOptions{true, 0});
-  return level[depth]->get();
-}
-}  // namespace detail
 
 /// The capture stream of the current device.
 [[nodiscard]] inline cudaStream_t capture_stream() { return capture_stream(detail::current_device()); }

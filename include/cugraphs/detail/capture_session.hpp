@@ -126,18 +126,6 @@ inline cudaGraphNode_t add_node_to_capture(cudaStream_t s, const CaptureInfo& in
 }
 #endif
 
-// The stream that captures conditional bodies at nesting depth `depth` on `device`; one per
-// thread, since the enclosing levels keep capturing on their own streams meanwhile.
-[[nodiscard]] inline cudaStream_t body_stream(int device, std::size_t depth) {
-  thread_local std::vector<std::vector<std::unique_ptr<Stream>>> streams;
-  const auto index = static_cast<std::size_t>(device);
-  if (streams.size() <= index) streams.resize(index + 1);
-  auto& level = streams[index];
-  if (level.size() <= depth) level.resize(depth + 1);
-  if (!level[depth]) level[depth] = std::make_unique<Stream>(device);
-  return level[depth]->get();
-}
-
 // An event of this thread on `device` for forking the escape guard into a capture and
 // joining it back (recorded and waited on at once, so one event serves every capture).
 [[nodiscard]] inline cudaEvent_t guard_event(int device) {
@@ -253,7 +241,7 @@ public:
   void fork_guard(std::string_view op) {
     std::size_t depth = 0;  // captures open on this thread before this one
     while (depth < tls_captures.size() && tls_captures[depth] != this) ++depth;
-    const cudaStream_t g = escape_guard_stream(device, depth);
+    const cudaStream_t g = thread_stream(ThreadStream::EscapeGuard, device, depth);
     const cudaEvent_t e = guard_event(device);
     check(cudaEventRecord(e, stream), "{}: forking the escape guard (cudaEventRecord)", op);
     check(cudaStreamWaitEvent(g, e, 0), "{}: forking the escape guard (cudaStreamWaitEvent)", op);
@@ -343,7 +331,7 @@ public:
     // Every conditional body open on this thread, in any capture, needs its own stream.
     std::size_t depth = 0;
     for (const auto* c : tls_captures) depth += c->conditionals.size();
-    frame.stream = body_stream(device, depth);
+    frame.stream = thread_stream(ThreadStream::Body, device, depth);
     frame.refresh = kind == ConditionalKind::While ? source.flag : nullptr;
     const std::uint64_t frame_id = frame.id;
     or_abort([&] {
