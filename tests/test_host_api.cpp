@@ -163,4 +163,7 @@ TEST_CASE("DeviceSpan converts to std::span of the same element type (its range 
   const std::span<const float> c = cugraphs::DeviceSpan<const float>(d);
   CHECK(c[2] == 4.0f);
   static_assert(!std::is_convertible_v<cugraphs::DeviceSpan<float>, std::span<double>>);
+  // A view: a temporary DeviceSpan converts too (borrowed range).
+  const std::span<float> from_temporary = cugraphs::DeviceSpan<float>(values, 2);
+  CHECK(from_temporary.size() == 2);
 }

@@ -65,3 +65,8 @@ private:
 };
 
 }  // namespace cugraphs
+
+/// A DeviceSpan is a view: ranges taken from a temporary one do not dangle, so an rvalue
+/// DeviceSpan converts to std::span too.
+template <class T>
+inline constexpr bool std::ranges::enable_borrowed_range<cugraphs::DeviceSpan<T>> = true;
