@@ -420,6 +420,45 @@ private:
   CurrentStreamListener listener_;  // last: registered once everything else is ready
 };
 
+// Owns the Binder of a Handle or a Follow: destroys it on the thread that made it, or
+// orphans it there (see Binder::orphan) when destroyed on another.
+class BinderOwner {
+public:
+  BinderOwner() = default;
+  explicit BinderOwner(std::unique_ptr<Binder> binder) noexcept : binder_(std::move(binder)) {}
+  ~BinderOwner() { release(); }
+  BinderOwner(BinderOwner&&) noexcept = default;
+  BinderOwner& operator=(BinderOwner&& other) noexcept {
+    if (this != &other) {
+      release();
+      binder_ = std::move(other.binder_);
+    }
+    return *this;
+  }
+  BinderOwner(const BinderOwner&) = delete;
+  BinderOwner& operator=(const BinderOwner&) = delete;
+
+  // The binder; `moved_from` is the Error's text when there is none.
+  [[nodiscard]] Binder& get(std::string_view op, std::string_view moved_from) const {
+    if (!binder_) [[unlikely]]
+      cugraphs::detail::throw_misuse(op, "{}", moved_from);
+    return *binder_;
+  }
+
+private:
+  void release() noexcept {
+    if (!binder_) return;
+    if (binder_->on_owner_thread()) {
+      binder_.reset();
+    } else {
+      binder_->orphan();
+      (void)binder_.release();  // its listener stays registered on the owner thread: see orphan()
+    }
+  }
+
+  std::unique_ptr<Binder> binder_;
+};
+
 }  // namespace detail_cublas
 
 /// An owning cuBLAS handle (cublasCreate / cublasDestroy) that is bound, at all times, to
@@ -440,24 +479,19 @@ public:
       check(cublasCreate(&h), "cublas::Handle: cublasCreate");
     }
     CUGRAPHS_TRY {
-      binder_ = std::make_unique<detail_cublas::Binder>(h, true, nullptr, opts, "cublas::Handle");
+      binder_ = detail_cublas::BinderOwner(
+          std::make_unique<detail_cublas::Binder>(h, true, nullptr, opts, "cublas::Handle"));
     } CUGRAPHS_CATCH_ALL {
       (void)cublasDestroy(h);
       CUGRAPHS_RETHROW;
     }
   }
 
-  /// Destroys the cuBLAS handle, then frees its workspaces.
-  ~Handle() { release(); }
+  /// Destroys the cuBLAS handle, then lets go of its workspaces (graphs may keep some).
+  ~Handle() = default;
 
-  Handle(Handle&& other) noexcept = default;
-  Handle& operator=(Handle&& other) noexcept {
-    if (this != &other) {
-      release();
-      binder_ = std::move(other.binder_);
-    }
-    return *this;
-  }
+  Handle(Handle&&) noexcept = default;
+  Handle& operator=(Handle&&) noexcept = default;
   Handle(const Handle&) = delete;
   Handle& operator=(const Handle&) = delete;
 
@@ -476,22 +510,10 @@ public:
 
 private:
   detail_cublas::Binder& binder(std::string_view op) const {
-    if (!binder_) [[unlikely]]
-      detail::throw_misuse(op, "this Handle was moved from and owns no cuBLAS handle; use the Handle it was moved to");
-    return *binder_;
+    return binder_.get(op, "this Handle was moved from and owns no cuBLAS handle; use the Handle it was moved to");
   }
 
-  void release() noexcept {
-    if (!binder_) return;
-    if (binder_->on_owner_thread()) {
-      binder_.reset();
-    } else {
-      binder_->orphan();
-      (void)binder_.release();  // its listener stays registered on the owner thread: see orphan()
-    }
-  }
-
-  std::unique_ptr<detail_cublas::Binder> binder_;
+  detail_cublas::BinderOwner binder_;
 };
 
 /// Makes an existing cuBLAS handle, owned by the caller, follow the current_stream() of
@@ -509,20 +531,15 @@ public:
     if (handle == nullptr) detail::throw_misuse(op, "the cuBLAS handle is null; pass one made by cublasCreate");
     cudaStream_t original = nullptr;
     check(cublasGetStream(handle, &original), "cublas::Follow: cublasGetStream");
-    binder_ = std::make_unique<detail_cublas::Binder>(handle, false, original, opts, op);
+    binder_ = detail_cublas::BinderOwner(std::make_unique<detail_cublas::Binder>(handle, false, original, opts, op));
   }
 
-  /// Puts the handle back on the stream it had, then frees the workspaces.
-  ~Follow() { release(); }
+  /// Puts the handle back on the stream it had, then lets go of the workspaces (graphs may
+  /// keep some).
+  ~Follow() = default;
 
-  Follow(Follow&& other) noexcept = default;
-  Follow& operator=(Follow&& other) noexcept {
-    if (this != &other) {
-      release();
-      binder_ = std::move(other.binder_);
-    }
-    return *this;
-  }
+  Follow(Follow&&) noexcept = default;
+  Follow& operator=(Follow&&) noexcept = default;
   Follow(const Follow&) = delete;
   Follow& operator=(const Follow&) = delete;
 
@@ -538,22 +555,10 @@ public:
 
 private:
   detail_cublas::Binder& binder(std::string_view op) const {
-    if (!binder_) [[unlikely]]
-      detail::throw_misuse(op, "this Follow was moved from and follows no handle; use the Follow it was moved to");
-    return *binder_;
+    return binder_.get(op, "this Follow was moved from and follows no handle; use the Follow it was moved to");
   }
 
-  void release() noexcept {
-    if (!binder_) return;
-    if (binder_->on_owner_thread()) {
-      binder_.reset();
-    } else {
-      binder_->orphan();
-      (void)binder_.release();
-    }
-  }
-
-  std::unique_ptr<detail_cublas::Binder> binder_;
+  detail_cublas::BinderOwner binder_;
 };
 
 }  // namespace cugraphs::cublas
