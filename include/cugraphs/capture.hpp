@@ -163,19 +163,6 @@ public:
     }
     session->open();
     session->log.mark();
-    const bool guard = opts.escapes == EscapeCheck::On || (opts.escapes == EscapeCheck::Auto && opts.mode == CaptureMode::Global);
-    if (guard) {
-      CUGRAPHS_TRY {
-        session->fork_guard(op);
-      } CUGRAPHS_CATCH_ALL {
-        cudaGraph_t g = nullptr;
-        (void)cudaStreamEndCapture(stream, &g);
-        if (g != nullptr) detail::report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
-        session->close();
-        pool->end_capture(session->id);
-        CUGRAPHS_RETHROW;
-      }
-    }
     pool->attach_graph();
     pool_ = std::move(pool);
     capture_ = std::move(session);
@@ -183,6 +170,14 @@ public:
     device_ = device;
     stream_checked_ = false;  // the device may have changed
     moved_from_ = false;
+    if (opts.escapes == EscapeCheck::On || (opts.escapes == EscapeCheck::Auto && opts.mode == CaptureMode::Global)) {
+      CUGRAPHS_TRY {
+        capture_->fork_guard(op);
+      } CUGRAPHS_CATCH_ALL {
+        capture_abort();  // the graph is left empty, as before capture_begin
+        CUGRAPHS_RETHROW;
+      }
+    }
   }
 
   /// Ends the capture, instantiates the graph and uploads it: the one-time costs are paid
@@ -912,6 +907,21 @@ void capture(Graph& graph, F&& fn, const CaptureOptions& opts = {}) {
   scope.end();
 }
 
+namespace detail {
+// Captures `fn` into `graph` with `opts` and ends the capture; `fn` takes the CaptureScope
+// (to open conditional scopes) or the capture stream.
+template <class F>
+void capture_step(Graph& graph, F& fn, const CaptureOptions& opts) {
+  CaptureScope scope(graph, opts);
+  if constexpr (std::invocable<F&, CaptureScope&>) {
+    fn(scope);
+  } else {
+    fn(scope.stream());
+  }
+  scope.end();
+}
+}  // namespace detail
+
 template <class F>
   requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
 UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
@@ -923,13 +933,7 @@ UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
     co.pool = pool();
     co.mode = mode_;
     co.instantiate = false;
-    CaptureScope scope(next, co);
-    if constexpr (std::invocable<F&, CaptureScope&>) {
-      fn(scope);
-    } else {
-      fn(scope.stream());
-    }
-    scope.end();
+    detail::capture_step(next, fn, co);
   }
   return update(std::move(next), opts);
 }
@@ -945,13 +949,7 @@ UpdateResult Graph::capture_or_update(F&& fn, const CaptureOptions& opts) {
   if (graph_ != nullptr || capture_)
     detail::throw_misuse("Graph::capture_or_update", "the graph holds a capture that is not instantiated, or is "
                                                      "capturing; reset() it first");
-  CaptureScope scope(*this, opts);
-  if constexpr (std::invocable<F&, CaptureScope&>) {
-    fn(scope);
-  } else {
-    fn(scope.stream());
-  }
-  scope.end();
+  detail::capture_step(*this, fn, opts);
   UpdateResult r;
   r.reinstantiated = true;  // a first capture: instantiated
   return r;

@@ -181,11 +181,7 @@ private:
     if (c.graph() == nullptr)
       detail::throw_misuse(op(), "the Condition is empty; make it with CaptureScope::make_condition() in this "
                                  "capture before the scope");
-    detail::ConditionSource source;
-    source.type = detail::ConditionSource::Type::Handle;
-    source.handle = c.handle();
-    source.graph = c.graph();
-    return source;
+    return detail::ConditionSource::made_handle(c.handle(), c.graph());
   }
 
   static const bool* checked_single(DeviceSpan<const bool> pred) {

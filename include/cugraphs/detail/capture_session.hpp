@@ -61,6 +61,14 @@ struct ConditionSource {
   [[nodiscard]] static ConditionSource set_by_kernels(unsigned initial) noexcept {
     return {Type::SetByKernels, nullptr, initial};
   }
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+  [[nodiscard]] static ConditionSource made_handle(cudaGraphConditionalHandle h, cudaGraph_t g) noexcept {
+    ConditionSource c{Type::Handle, nullptr, 0};
+    c.handle = h;
+    c.graph = g;
+    return c;
+  }
+#endif
   [[nodiscard]] bool from_flag() const noexcept { return type == Type::Bool || type == Type::Index; }
   // The flag's size, which is also the alignment a kernel reading it needs.
   [[nodiscard]] unsigned flag_bytes() const noexcept { return type == Type::Index ? 4u : 1u; }
@@ -374,13 +382,10 @@ public:
       throw_misuse(op, "the enclosing Switch scope has no open case; call case_(i) first");
     const auto info = capture_info(now(), op);
     if (info.status != cudaStreamCaptureStatusActive) throw_cuda(cudaErrorStreamCaptureInvalidated, op, mode_name);
-    ConditionSource c;
-    c.type = ConditionSource::Type::Handle;
-    c.initial = initial;
-    c.graph = info.graph;
-    check(cudaGraphConditionalHandleCreate(&c.handle, info.graph, initial, cudaGraphCondAssignDefault),
+    cudaGraphConditionalHandle h{};
+    check(cudaGraphConditionalHandleCreate(&h, info.graph, initial, cudaGraphCondAssignDefault),
           "{}: cudaGraphConditionalHandleCreate", op);
-    return c;
+    return ConditionSource::made_handle(h, info.graph);
   }
 
   // Ends the active body of frame `frame_id` (which must be innermost) and captures body `index`.
