@@ -54,13 +54,6 @@ struct Model {
   }
 };
 
-std::vector<float> host(DeviceSpan<float> s) {
-  cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");
-  std::vector<float> v(s.size());
-  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDeviceToHost), "read back");
-  return v;
-}
-
 // What `rows` rows give eagerly.
 std::vector<float> eager(const Model& m, int rows) {
   std::vector<std::string> ignored;

@@ -87,12 +87,6 @@ bool close(const std::vector<float>& got, const std::vector<float>& want) {
   return true;
 }
 
-DeviceBuffer<float> filled(std::size_t n, std::uint32_t seed) {
-  DeviceBuffer<float> b(n);
-  b.copy_from_host(random_floats(n, seed));
-  return b;
-}
-
 // Counts `*left` down by one and says whether to go on: the While bodies' loop control.
 __global__ void count_down(int* left, bool* go_on) {
   *left -= 1;

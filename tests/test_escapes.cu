@@ -63,32 +63,6 @@ __global__ void scale_backward(float* dx, float* dw, const float* dy, const floa
   dw[i] = dy[i] * x[i];
 }
 
-DeviceBuffer<float> filled(std::size_t n, std::uint32_t seed) {
-  DeviceBuffer<float> b(n);
-  b.copy_from_host(random_floats(n, seed));
-  return b;
-}
-
-std::vector<float> host(DeviceSpan<const float> s) {
-  cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");
-  std::vector<float> v(s.size());
-  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDefault), "read back");
-  return v;
-}
-
-template <class T>
-T read_one(const T* p) {
-  T v{};
-  cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");
-  cugraphs::check(cudaMemcpy(&v, p, sizeof(T), cudaMemcpyDefault), "read back");
-  return v;
-}
-
-template <class T>
-void write_one(T* p, T v) {
-  cugraphs::check(cudaMemcpy(p, &v, sizeof(T), cudaMemcpyDefault), "write");
-}
-
 std::size_t node_count(const Graph& g) {
   std::size_t n = 0;
   cugraphs::check(cudaGraphGetNodes(g.native_graph(), nullptr, &n), "cudaGraphGetNodes");
@@ -271,9 +245,9 @@ TEST_CASE("Escapes: work launched on the enclosing stream while a conditional bo
           "the stream to use; the capture is aborted and the graph reusable", "[escapes][conditional][gpu]") {
   DeviceBuffer<int> counter(1), stray(1);
   DeviceBuffer<bool> go(1);
-  write_one(counter.data(), 3);
-  write_one(stray.data(), 0);
-  write_one(go.data(), true);
+  put(counter, 3);
+  put(stray, 0);
+  put(go, true);
   Graph g;
   SECTION("While body, the capture stream") {
     CaptureScope scope(g);
@@ -310,7 +284,7 @@ TEST_CASE("Escapes: work launched on the enclosing stream while a conditional bo
   }
   CHECK_FALSE(g.is_capturing());
   CHECK(cugraphs::current_stream() == nullptr);
-  CHECK(read_one(stray.data()) == 0);
+  CHECK(get(stray) == 0);
   CHECK(cudaGetLastError() == cudaSuccess);
   auto x = filled(kN, 5);
   capture_and_check_affine(g, x);
@@ -383,12 +357,12 @@ TEST_CASE("Conditions: a condition made before its node is set by a kernel captu
     }
   }
   CHECK(node_count(g) == 2);  // the deciding kernel and the conditional node
-  write_one(hits.data(), 0);
+  put(hits, 0);
   for (const int v : {5, 20, 11, 10, 40}) {
-    write_one(value.data(), v);
+    put(value, v);
     g.replay();
   }
-  CHECK(read_one(hits.data()) == 3);
+  CHECK(get(hits) == 3);
 
   Graph sw;
   {
@@ -403,7 +377,7 @@ TEST_CASE("Conditions: a condition made before its node is set by a kernel captu
   }
   cugraphs::check(cudaMemset(cases.data(), 0, cases.bytes()), "cudaMemset");
   for (const int v : {0, 1, 2, 4, 5, 8, 3}) {  // cases 0 1 2 1 2 2 0
-    write_one(value.data(), v);
+    put(value, v);
     sw.replay();
   }
   std::vector<int> counts(3);
@@ -418,16 +392,16 @@ TEST_CASE("Conditions: a condition made before its node is set by a kernel captu
     ConditionalScope<cugraphs::If> body(scope, cond);
     add_to<<<1, 1, 0, cugraphs::current_stream()>>>(hits.data(), 100);
   }
-  write_one(hits.data(), 0);
+  put(hits, 0);
   for (const char v : {'\0', 'x', '\0', '\1'}) {
-    write_one(flag.data(), v);
+    put(flag, v);
     c.replay();
   }
-  CHECK(read_one(hits.data()) == 200);
+  CHECK(get(hits) == 200);
 
   Graph bad;
   DeviceBuffer<bool> go(1);
-  write_one(go.data(), false);
+  put(go, false);
   {
     CaptureScope scope(bad);
     auto top_level = scope.make_condition();
@@ -596,7 +570,7 @@ TEST_CASE("CurrentStreamListener: sees every change of the current stream (Strea
   auto record = [](void* context, cudaStream_t s) { static_cast<std::vector<cudaStream_t>*>(context)->push_back(s); };
   cugraphs::Stream mine;
   DeviceBuffer<bool> go(1);
-  write_one(go.data(), false);
+  put(go, false);
   Graph g;
   cudaStream_t capture = nullptr, body = nullptr;
   {

@@ -84,13 +84,6 @@ void ramp(float* x, std::size_t n, float base, cudaStream_t s) {
   cugraphs::check_launch("ramp_kernel");
 }
 
-std::vector<float> host(DeviceSpan<const float> s) {
-  cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");  // they may be non-blocking
-  std::vector<float> v(s.size());
-  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDeviceToHost), "read back");
-  return v;
-}
-
 // Requires every element to be f(i); reports the first mismatch.
 template <class F>
 void require_values(const std::vector<float>& got, F&& f) {

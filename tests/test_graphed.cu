@@ -60,13 +60,6 @@ struct Inputs {
   std::tuple<std::array<In, 2>> de() const { return {{In(buffers[3]), In(buffers[4])}}; }
 };
 
-std::vector<float> host(Out s) {
-  cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");  // they may be non-blocking
-  std::vector<float> v(s.size());
-  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDeviceToHost), "read back");
-  return v;
-}
-
 }  // namespace
 
 TEST_CASE("GraphedCallable: 100 calls with fresh inputs give bitwise the eager outputs", "[graphed][gpu]") {

@@ -87,19 +87,6 @@ struct Layer {
   }
 };
 
-DeviceBuffer<float> filled(std::size_t n, std::uint32_t seed) {
-  DeviceBuffer<float> b(n);
-  b.copy_from_host(random_floats(n, seed));
-  return b;
-}
-
-std::vector<float> host(DeviceSpan<const float> s) {
-  cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");
-  std::vector<float> v(s.size());
-  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDeviceToHost), "read back");
-  return v;
-}
-
 }  // namespace
 
 TEST_CASE("GraphedPair: forward and backward with fresh inputs and gradients give bitwise the eager results, "

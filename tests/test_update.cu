@@ -18,12 +18,6 @@ namespace {
 
 constexpr std::size_t kN = 3000;  // not a multiple of the block size
 
-DeviceBuffer<float> filled(std::size_t n, std::uint32_t seed) {
-  DeviceBuffer<float> b(n);
-  b.copy_from_host(random_floats(n, seed));
-  return b;
-}
-
 // `steps` dependent steps on x, then x = a x + b: what the graphs below capture.
 void chain(float* x, int steps, float a, float b, cudaStream_t s) {
   for (int k = 0; k < steps; ++k) launch_step(x, kN, k, s);

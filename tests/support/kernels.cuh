@@ -1,6 +1,8 @@
 // Small kernels shared by the GPU tests.
 #pragma once
 
+#include "testing.hpp"
+
 #include <cugraphs/graph.hpp>
 
 #include <cstdint>
@@ -73,6 +75,22 @@ void put_all(cugraphs::DeviceBuffer<T>& b, T value) {
 template <class T>
 T get(const cugraphs::DeviceBuffer<T>& b) {
   return b.to_host()[0];
+}
+
+// `n` non-trivial floats (random_floats with `seed`) in a new device buffer.
+inline cugraphs::DeviceBuffer<float> filled(std::size_t n, std::uint32_t seed) {
+  cugraphs::DeviceBuffer<float> b(n);
+  b.copy_from_host(random_floats(n, seed));
+  return b;
+}
+
+// The elements of `s` once every stream's work is done (the tests' streams may be
+// non-blocking); `s` may be device, pinned host or managed memory.
+inline std::vector<float> host(cugraphs::DeviceSpan<const float> s) {
+  cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");
+  std::vector<float> v(s.size());
+  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDefault), "read back");
+  return v;
 }
 
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {

@@ -88,13 +88,6 @@ struct Affine {
   }
 };
 
-inline std::vector<float> host(In s) {
-  cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");
-  std::vector<float> v(s.size());
-  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDeviceToHost), "read back");
-  return v;
-}
-
 inline int current_device() {
   int d = 0;
   cugraphs::check(cudaGetDevice(&d), "cudaGetDevice");
