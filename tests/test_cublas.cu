@@ -5,6 +5,7 @@
 // same GEMMs run eagerly (bitwise: the same workspace size picks the same algorithm).
 #include "kernels.cuh"
 #include "testing.hpp"
+#include "threads.hpp"
 
 #include <cugraphs/cublas.hpp>
 #include <cugraphs/graph.hpp>
@@ -15,7 +16,6 @@
 #include <cstdint>
 #include <memory>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace cugraphs_test;
@@ -369,13 +369,6 @@ struct Linear {
   }
 };
 
-std::vector<float> read(DeviceSpan<const float> s) {
-  cugraphs::check(cudaStreamSynchronize(cugraphs::current_stream()), "wait for the stream");
-  std::vector<float> v(s.size());
-  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDeviceToHost), "read back");
-  return v;
-}
-
 }  // namespace
 
 TEST_CASE("cublas::Handle: a GraphedPair whose halves do their GEMMs through a Handle gives the host reference "
@@ -401,9 +394,9 @@ TEST_CASE("cublas::Handle: a GraphedPair whose halves do their GEMMs through a H
     dy.copy_from_host(hdy);
     put_all(dw, kPoison);
     const Out y = pair.forward(In(x));
-    const auto y_graphed = read(y);
+    const auto y_graphed = host(y);
     const Out dx = pair.backward(In(dy));
-    const auto dx_graphed = read(dx), dw_graphed = read(dw.span());
+    const auto dx_graphed = host(dx), dw_graphed = host(dw.span());
 
     INFO("step " << step);
     REQUIRE(close(y_graphed, host_gemm(plain(), hw, hx, {})));
@@ -413,9 +406,9 @@ TEST_CASE("cublas::Handle: a GraphedPair whose halves do their GEMMs through a H
     put_all(dw_eager, kPoison);
     const auto y_eager = eager.forward(x.span(), w.span());
     const auto dx_eager = eager.backward(x.span(), w.span(), Out(), dy.span());
-    REQUIRE(bitwise_equal(y_graphed, read(y_eager.span())));
-    REQUIRE(bitwise_equal(dx_graphed, read(dx_eager.span())));
-    REQUIRE(bitwise_equal(dw_graphed, read(dw_eager.span())));
+    REQUIRE(bitwise_equal(y_graphed, host(y_eager.span())));
+    REQUIRE(bitwise_equal(dx_graphed, host(dx_eager.span())));
+    REQUIRE(bitwise_equal(dw_graphed, host(dw_eager.span())));
   }
   CHECK(pair.forward_calls() == 4);
 }
@@ -484,15 +477,7 @@ TEST_CASE("cublas::Handle and Follow: two binders of one handle, a null handle, 
   CHECK(contains(e.what(), "moved from"));
   CHECK(stream_of(moved.get()) == stream.get());
 
-  std::string message;
-  std::thread([&] {
-    try {
-      (void)moved.get();
-    } catch (const cugraphs::Error& error) {
-      message = error.what();
-    }
-  }).join();
-  CHECK(contains(message, "another thread"));
+  CHECK(contains(error_on_another_thread([&] { (void)moved.get(); }), "another thread"));
 
   cugraphs::Stream next;
   cugraphs::StreamGuard there(next);

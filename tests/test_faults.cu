@@ -61,14 +61,6 @@ Boom expect_boom(F&& fn) {
   return Boom(-1);
 }
 
-// x[i] = base + (i % 1013) / 128: exact in float, different for neighbouring elements, so
-// the arithmetic below is exact whether or not the compiler fuses it.
-__global__ void ramp_kernel(float* x, std::size_t n, float base) {
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i < n) x[i] = base + static_cast<float>(i % 1013) * 0.0078125f;
-}
-float ramp_value(std::size_t i, float base) { return base + static_cast<float>(i % 1013) * 0.0078125f; }
-
 __global__ void affine_into(float* out, const float* in, std::size_t n, float a, float b) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = a * in[i] + b;

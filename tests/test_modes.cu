@@ -1,6 +1,7 @@
 // Capture modes: which unsafe calls each mode refuses, and on which threads.
 #include "kernels.cuh"
 #include "testing.hpp"
+#include "threads.hpp"
 
 #include <cugraphs/graph.hpp>
 
@@ -109,15 +110,7 @@ TEST_CASE("Modes: ending a capture on another thread is an Error", "[modes][gpu]
   DeviceBuffer<float> x(64);
   g.capture_begin(with_mode(CaptureMode::Relaxed));
   fill_kernel<<<1, 64, 0, g.stream()>>>(x.data(), 64, 1.0f);
-  std::string message;
-  std::thread t([&] {
-    try {
-      g.capture_end();
-    } catch (const cugraphs::Error& e) {
-      message = e.what();
-    }
-  });
-  t.join();
+  const std::string message = error_on_another_thread([&] { g.capture_end(); });
   CHECK(contains(message, "thread that began"));
   CHECK(g.is_capturing());
   g.capture_end();

@@ -136,9 +136,7 @@ TEST_CASE("NCCL: a training pair whose backward all-reduces its weight gradient 
     dw.copy_from_host(std::vector<float>(kN, -1e30f), stream);  // poison
     (void)pair.forward(In(x.span()));
     const Out dx = pair.backward(In(dy.span()));
-    cugraphs::check(cudaStreamSynchronize(stream), "wait for the step");
-    std::vector<float> dx_host(kN);
-    cugraphs::check(cudaMemcpy(dx_host.data(), dx.data(), dx.size_bytes(), cudaMemcpyDeviceToHost), "read dx");
+    const auto dx_host = host(dx);
     const auto dw_host = dw.to_host(stream);
     const auto ws = host_of(kN, 1.0f);
     std::size_t wrong = 0;

@@ -27,17 +27,7 @@ namespace {
 
 constexpr double MiB = 1024.0 * 1024.0;
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// x[i] = base + (i % 1013) / 128, and y = 2x - 1: exact in float, fused or not.
-__global__ void ramp_kernel(float* x, std::size_t n, float base) {
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i < n) x[i] = base + static_cast<float>(i % 1013) * 0.0078125f;
-}
-float ramp_value(std::size_t i, float base) { return base + static_cast<float>(i % 1013) * 0.0078125f; }
-
+// y = 2x - 1: exact in float on a ramp (support/kernels.cuh), fused or not.
 __global__ void twice_minus_one(float* out, const float* in, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = 2.0f * in[i] - 1.0f;

@@ -1,11 +1,12 @@
 // Threads: eight threads at once capturing and replaying their own graphs (ThreadLocal
 // mode), capturing into one shared pool, drawing random numbers, calling graphed callables,
 // making unsafe calls beside open captures, and failing in the middle of a capture.
-// Catch2's assertions are not thread-safe: worker threads never use them. They throw, the
-// runner collects every failure under a mutex, and the main thread asserts after joining.
+// Catch2's assertions are not thread-safe: the workers check with expect() (support/threads.hpp),
+// and the main thread asserts on what run_workers collected.
 #include "kernels.cuh"
 #include "rng_kernels.cuh"
 #include "testing.hpp"
+#include "threads.hpp"
 
 #include <cugraphs/graph.hpp>
 #include <fmt/format.h>
@@ -16,7 +17,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <condition_variable>
 #include <cstdio>
 #include <filesystem>
 #include <functional>
@@ -25,7 +25,6 @@
 #include <set>
 #include <stdexcept>
 #include <string>
-#include <thread>
 #include <vector>
 
 using namespace cugraphs_test;
@@ -41,90 +40,6 @@ using cugraphs::PhiloxArgs;
 namespace {
 
 constexpr int kWorkers = 8;
-
-// ---------------------------------------------------------------------------------------
-// Running workers and reporting their failures on the main thread.
-
-// A reusable barrier: all workers arrive, then all go on. A failing worker breaks it and a
-// wait that lasts a minute fails, so a dead thread never hangs the test.
-class Barrier {
-public:
-  explicit Barrier(int count) : count_(count) {}
-
-  void arrive_and_wait() {
-    std::unique_lock lock(m_);
-    if (broken_) throw std::runtime_error("stopped because another worker failed");
-    const std::uint64_t phase = phase_;
-    if (++arrived_ == count_) {
-      arrived_ = 0;
-      ++phase_;
-      cv_.notify_all();
-      return;
-    }
-    if (!cv_.wait_for(lock, std::chrono::seconds(60), [&] { return phase_ != phase || broken_; }))
-      throw std::runtime_error("waited 60 s at a barrier for the other workers");
-    if (phase_ == phase) throw std::runtime_error("stopped because another worker failed");
-  }
-
-  void break_all() {
-    std::lock_guard lock(m_);
-    broken_ = true;
-    cv_.notify_all();
-  }
-
-private:
-  std::mutex m_;
-  std::condition_variable cv_;
-  const int count_;
-  int arrived_ = 0;
-  std::uint64_t phase_ = 0;
-  bool broken_ = false;
-};
-
-// Runs work(t) for t in [0, kWorkers) on as many threads, released together by `barrier`
-// so that they really overlap. Returns the failures, "thread t: what", for the main thread.
-template <class Work>
-std::vector<std::string> run_workers(Barrier& barrier, Work&& work) {
-  std::mutex m;
-  std::vector<std::string> failures;
-  std::vector<std::thread> threads;
-  threads.reserve(kWorkers);
-  for (int t = 0; t < kWorkers; ++t)
-    threads.emplace_back([&, t] {
-      std::string failure;
-      try {
-        barrier.arrive_and_wait();
-        work(t);
-      } catch (const std::exception& e) {
-        failure = e.what();
-      } catch (...) {
-        failure = "an exception that is not a std::exception";
-      }
-      if (failure.empty()) return;
-      barrier.break_all();
-      std::lock_guard lock(m);
-      failures.push_back(fmt::format("thread {}: {}", t, failure));
-    });
-  for (auto& thread : threads) thread.join();
-  return failures;
-}
-
-void require_no_failures(const std::vector<std::string>& failures) {
-  std::string all;
-  for (const auto& f : failures) all += f + "\n";
-  INFO(all);
-  REQUIRE(failures.empty());
-}
-
-// A check on a worker thread: throws, and the runner reports it on the main thread.
-template <class... A>
-void expect(bool ok, fmt::format_string<A...> what, A&&... args) {
-  if (!ok) throw std::runtime_error(fmt::format(what, std::forward<A>(args)...));
-}
-
-double ms_since(std::chrono::steady_clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-}
 
 // ---------------------------------------------------------------------------------------
 // The work each thread graphs, and its eager twin.
@@ -294,7 +209,7 @@ TEST_CASE("Threads: 8 threads capture and replay their own graphs in ThreadLocal
     }
     std::filesystem::remove(dot);
   });
-  const double elapsed = ms_since(start);
+  const double elapsed = 1e3 * seconds_since(start);
 
   require_no_failures(failures);
   // Every capture had its own private pool, and every thread its own stream.
@@ -361,7 +276,7 @@ TEST_CASE("Threads: 8 threads capture concurrently into one shared pool; no bloc
       mine.push_back(std::move(captured.count));
     }
   });
-  const double elapsed = ms_since(start);
+  const double elapsed = 1e3 * seconds_since(start);
 
   require_no_failures(failures);
   REQUIRE(ranges.size() == 3 * kWorkers * kRounds);
@@ -505,7 +420,7 @@ TEST_CASE("Threads: generators drawn from by 8 threads, eagerly and inside their
     s.synchronize();  // every record is written
     shared_reserved += mine_of_shared;
   });
-  const double elapsed = ms_since(start);
+  const double elapsed = 1e3 * seconds_since(start);
 
   require_no_failures(failures);
   const unsigned count = record_count.to_host(main_stream)[0];
@@ -701,7 +616,7 @@ TEST_CASE("Threads: 8 threads each make and call their own GraphedCallable on th
       calls += kCalls;
     }
   });
-  const double elapsed = ms_since(start);
+  const double elapsed = 1e3 * seconds_since(start);
 
   require_no_failures(failures);
   CHECK(calls.load() == kWorkers * kRounds * kCalls);

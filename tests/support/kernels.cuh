@@ -32,6 +32,15 @@ __global__ void fill_kernel(float* x, std::size_t n, float value) {
   if (i < n) x[i] = value + 0.001f * static_cast<float>(i % 1000);
 }
 
+// x[i] = base + (i % 1013) / 128: exact in float, different for neighbouring elements, so
+// arithmetic on it is exact whether or not the compiler fuses it. ramp_value(i, base) is
+// x[i] on the host.
+__global__ void ramp_kernel(float* x, std::size_t n, float base) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] = base + static_cast<float>(i % 1013) * 0.0078125f;
+}
+inline float ramp_value(std::size_t i, float base) { return base + static_cast<float>(i % 1013) * 0.0078125f; }
+
 __global__ void affine_kernel(float* x, std::size_t n, float a, float b) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) x[i] = a * x[i] + b;
@@ -84,13 +93,20 @@ inline cugraphs::DeviceBuffer<float> filled(std::size_t n, std::uint32_t seed) {
   return b;
 }
 
-// The elements of `s` once every stream's work is done (the tests' streams may be
-// non-blocking); `s` may be device, pinned host or managed memory.
-inline std::vector<float> host(cugraphs::DeviceSpan<const float> s) {
+// The `n` elements at `p` once every stream's work is done (the tests' streams may be
+// non-blocking); `p` may be device, pinned host or managed memory. A raw read: no check of
+// a checked pool runs.
+template <class T>
+std::vector<T> host(const T* p, std::size_t n) {
   cugraphs::check(cudaDeviceSynchronize(), "wait for every stream");
-  std::vector<float> v(s.size());
-  cugraphs::check(cudaMemcpy(v.data(), s.data(), s.size_bytes(), cudaMemcpyDefault), "read back");
+  std::vector<T> v(n);
+  cugraphs::check(cudaMemcpy(v.data(), p, n * sizeof(T), cudaMemcpyDefault), "read back");
   return v;
+}
+inline std::vector<float> host(cugraphs::DeviceSpan<const float> s) { return host(s.data(), s.size()); }
+template <class T>
+std::vector<T> host(const cugraphs::DeviceBuffer<T>& b) {
+  return host(static_cast<const T*>(b.data()), b.size());
 }
 
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {

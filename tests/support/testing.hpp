@@ -28,6 +28,7 @@
 #include <cugraphs/error.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
@@ -80,6 +81,11 @@ inline double stress_scale() {
 // `n` scaled by CUGRAPHS_STRESS_SCALE, at least 1.
 inline std::size_t scaled(std::size_t n) {
   return std::max<std::size_t>(1, static_cast<std::size_t>(std::llround(static_cast<double>(n) * stress_scale())));
+}
+
+// Seconds of the steady clock since `t0`.
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
 // The device's free memory, once its work has finished (stream-ordered frees release
