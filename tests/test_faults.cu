@@ -12,7 +12,6 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <cstdio>
 #include <exception>
 #include <memory>
@@ -838,107 +837,6 @@ TEST_CASE("Faults: a graphed callable destroyed with calls still queued waits fo
       return sum;
     });
     mark.expect_back("after the callable is gone");
-  }
-}
-
-// Takes the next post of a test ring, as a per-launch ring's head and tail do: if its tag is in
-// place, copies its one value to state[1] and counts it done, in state[0] and in the word
-// after the last slot, where the host reads it.
-__global__ void take_post_kernel(const unsigned long long* ring, unsigned slots, unsigned long long* state,
-                                 unsigned long long* host_done) {
-  const unsigned long long next = state[0];
-  const unsigned long long* slot = ring + (next % slots) * 2;
-  unsigned long long tag = 0;
-  asm volatile("ld.acquire.sys.global.u64 %0, [%1];" : "=l"(tag) : "l"(slot) : "memory");
-  if (tag != next + 1) return;
-  state[1] = __ldcv(const_cast<unsigned long long*>(slot + 1));
-  state[0] = next + 1;
-  *reinterpret_cast<volatile unsigned long long*>(host_done) = next + 1;
-  __threadfence_system();
-}
-
-TEST_CASE("Faults: posts that no launch takes end the wait with an Error once their stream is idle, "
-          "not a hang; a busy stream is waited for; the ring works on afterwards",
-          "[faults][graphed][rng][gpu]") {
-  // A launch lost (as a tool running the program may do) leaves a post that no later
-  // launch takes: CUDA runs one executable's launches in order. The waits of
-  // GraphedCallable and of RNG replays are HostRing's; here a ring is driven directly,
-  // with and without the kernel that takes posts.
-  constexpr unsigned kSlots = 4;
-  cugraphs::Stream s;
-  DeviceBuffer<unsigned long long> state(2);  // taken so far, last value taken
-  cugraphs::check(cudaMemset(state.data(), 0, state.bytes()), "clear the state");
-  cugraphs::detail::HostRing ring(kSlots, 2, "test ring");
-  unsigned long long taken = 0;  // posts the kernel has taken, as the device counts them
-  // Posts `value` on `on`, and launches the kernel that takes it when `launch`.
-  auto post_on = [&](cudaStream_t on, unsigned long long value, bool launch) {
-    unsigned long long* slot = ring.next_slot(on, "test ring");
-    slot[1] = value;
-    ring.publish(slot);
-    if (launch) {
-      take_post_kernel<<<1, 1, 0, on>>>(ring.data(), kSlots, state.data(), ring.done_word());
-      cugraphs::check_launch("take_post_kernel");
-      ++taken;
-    }
-    ring.launched(on);
-  };
-  auto post = [&](unsigned long long value, bool launch) { post_on(s, value, launch); };
-  auto device_state = [&] {
-    std::vector<unsigned long long> v(2);
-    cugraphs::check(cudaMemcpy(v.data(), state.data(), state.bytes(), cudaMemcpyDeviceToHost), "read back");
-    return v;
-  };
-  using Clock = std::chrono::steady_clock;
-  auto seconds_since = [](Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); };
-
-  for (int round = 0; round < 2; ++round) {
-    INFO("round " << round);
-    // A full ring whose posts no kernel takes: the next post fails, naming the cause.
-    for (unsigned i = 0; i < kSlots; ++i) post(1000 + i, false);
-    const auto t0 = Clock::now();
-    const auto e = expect_error([&] { post(2000, false); });
-    CHECK(seconds_since(t0) < 5.0);
-    CHECK(e.code() == cudaSuccess);
-    CHECK(contains(e.what(), "test ring: 4 posted launches were never taken by the device"));
-    CHECK(contains(e.what(), "although the stream of the last launch has finished its work"));
-    CHECK(contains(e.what(), "a launch was lost"));
-    CHECK(ring.posted() == taken);  // the posts were given up: counting goes on from the device's count
-
-    // The ring works on: posts taken by the kernel, more than its slots, behind 50 ms of
-    // other work so that the host waits for slots on a busy stream, which is no error.
-    slow_fill_kernel<<<1, kThreads, 0, s>>>(nullptr, 0, 0.0f, 50'000'000);
-    for (unsigned i = 0; i < 3 * kSlots; ++i) post(100 + i, true);
-    cugraphs::check(cudaStreamSynchronize(s), "wait for the posts");
-    CHECK(device_state() == std::vector<unsigned long long>{taken, 100 + 3 * kSlots - 1});
-    CHECK(ring.posted() == taken);
-
-    // wait_all (every owner's destructor) returns when posts are left untaken, and gives
-    // them up; then one more post is taken as usual.
-    post(7, false);
-    post(8, false);
-    const auto t1 = Clock::now();
-    ring.wait_all("test ring: waiting before the test goes on");
-    CHECK(seconds_since(t1) < 5.0);
-    CHECK(ring.posted() == taken);
-    post(9, true);
-    cugraphs::check(cudaStreamSynchronize(s), "wait for the last post");
-    CHECK(device_state() == std::vector<unsigned long long>{taken, 9});
-  }
-
-  // wait_all does not ask the last launch's stream, which its owner may have destroyed:
-  // here one post is taken on a stream destroyed before the wait, and one is left untaken.
-  {
-    auto gone = std::make_unique<cugraphs::Stream>();
-    slow_fill_kernel<<<1, kThreads, 0, *gone>>>(nullptr, 0, 0.0f, 20'000'000);  // the take runs after it
-    post_on(*gone, 41, true);
-    post_on(*gone, 42, false);
-    gone.reset();  // its work still runs; the handle is gone
-    ring.wait_all("test ring: waiting after the stream was destroyed");
-    CHECK(ring.posted() == taken);  // the untaken post was given up, the taken one counted
-    CHECK(device_state() == std::vector<unsigned long long>{taken, 41});
-    post(43, true);
-    cugraphs::check(cudaStreamSynchronize(s), "wait for the last post");
-    CHECK(device_state() == std::vector<unsigned long long>{taken, 43});
   }
 }
 
