@@ -1,5 +1,9 @@
-// Conditional nodes: If, While, IfElse and Switch scopes, nesting, kernel-set conditions,
-// misuse, debug output and pools.
+// The specification of conditional nodes: If, While, IfElse and Switch scopes, nesting,
+// conditions set by kernels (from the scope, or made before their node), work launched on
+// the wrong stream inside a body, misuse, debug output and pools. Elsewhere, by design:
+// the bad-input rows of docs/reliability.md's table in test_reliability_conditional.cu (the
+// table's home, one program per component), and an exception thrown inside each kind of
+// body in test_faults.cu (which measures the device's free memory, so it runs alone).
 #include "kernels.cuh"
 #include "testing.hpp"
 
@@ -45,6 +49,10 @@ __global__ void count_and_flag(int* count, bool* flag_a, bool* flag_b) {
 
 __global__ void copy_flag(const bool* from, bool* to) { *to = *from; }
 
+__global__ void decide(cugraphs::Condition c, const int* value, int threshold) { c.set(*value > threshold); }
+__global__ void decide_from_char(cugraphs::Condition c, const char* value) { c.set(*value); }
+__global__ void pick_case(cugraphs::Condition c, const int* value) { c.set(*value % 3); }
+
 void launch_increment(int* x, cudaStream_t s) { increment<<<1, 1, 0, s>>>(x); }
 
 // State of the nested-loop test: a While inside an If inside a While.
@@ -68,8 +76,6 @@ __global__ void outer_tail(Nest* s) {
   s->o -= 1;
   s->outer_flag = s->o > 0;
 }
-
-
 }  // namespace
 
 TEST_CASE("If: the body runs exactly on replays where the flag is true", "[conditional][gpu]") {
@@ -446,4 +452,129 @@ TEST_CASE("ConditionalScope: condition() on a scope with a flag, and end() twice
   put(inner_flag, true);
   g.replay();
   CHECK(get(hits) == 13);
+}
+
+TEST_CASE("Conditions: a condition made before its node is set by a kernel captured before the node, with no extra "
+          "node; Switch and char values work; a condition of another graph is an Error", "[conditional][gpu]") {
+  DeviceBuffer<int> value(1), hits(1), cases(3);
+  DeviceBuffer<char> flag(1);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    auto cond = scope.make_condition();
+    decide<<<1, 1, 0, scope.stream()>>>(cond, value.data(), 10);
+    {
+      ConditionalScope<cugraphs::If> body(scope, cond);
+      add_to<<<1, 1, 0, cugraphs::current_stream()>>>(hits.data(), 1);
+    }
+  }
+  CHECK(g.node_count() == 2);  // the deciding kernel and the conditional node
+  put(hits, 0);
+  for (const int v : {5, 20, 11, 10, 40}) {
+    put(value, v);
+    g.replay();
+  }
+  CHECK(get(hits) == 3);
+
+  Graph sw;
+  {
+    CaptureScope scope(sw);
+    auto cond = scope.make_condition();
+    pick_case<<<1, 1, 0, scope.stream()>>>(cond, value.data());
+    ConditionalScope<cugraphs::Switch> s(scope, cond, 3);
+    for (unsigned c = 0; c < 3; ++c) {
+      s.case_(c);
+      add_to<<<1, 1, 0, cugraphs::current_stream()>>>(cases.data() + c, 1);
+    }
+  }
+  cugraphs::check(cudaMemset(cases.data(), 0, cases.bytes()), "cudaMemset");
+  for (const int v : {0, 1, 2, 4, 5, 8, 3}) {  // cases 0 1 2 1 2 2 0
+    put(value, v);
+    sw.replay();
+  }
+  CHECK(host(cases) == std::vector<int>{2, 2, 3});
+
+  Graph c;
+  {
+    CaptureScope scope(c);
+    auto cond = scope.make_condition();
+    decide_from_char<<<1, 1, 0, scope.stream()>>>(cond, flag.data());
+    ConditionalScope<cugraphs::If> body(scope, cond);
+    add_to<<<1, 1, 0, cugraphs::current_stream()>>>(hits.data(), 100);
+  }
+  put(hits, 0);
+  for (const char v : {'\0', 'x', '\0', '\1'}) {
+    put(flag, v);
+    c.replay();
+  }
+  CHECK(get(hits) == 200);
+
+  Graph bad;
+  DeviceBuffer<bool> go(1);
+  put(go, false);
+  {
+    CaptureScope scope(bad);
+    auto top_level = scope.make_condition();
+    ConditionalScope<cugraphs::While> loop(scope, go.data());
+    auto e = expect_error([&] { ConditionalScope<cugraphs::If> inner(scope, top_level); });
+    CHECK(contains(e.what(), "another graph"));
+    scope.abort();
+  }
+  {
+    CaptureScope scope(bad);
+    const auto e = expect_error([&] { ConditionalScope<cugraphs::If> inner(scope, cugraphs::Condition{}); });
+    CHECK(contains(e.what(), "the Condition is empty"));
+    scope.abort();
+  }
+  CHECK_FALSE(bad.is_capturing());
+}
+
+// Before: the stray kernel landed after the conditional node, silently.
+TEST_CASE("Escapes: work launched on the enclosing stream while a conditional body is open is an Error naming "
+          "the stream to use; the capture is aborted and the graph reusable", "[conditional][escapes][gpu]") {
+  DeviceBuffer<int> counter(1), stray(1);
+  DeviceBuffer<bool> go(1);
+  put(counter, 3);
+  put(stray, 0);
+  put(go, true);
+  Graph g;
+  SECTION("While body, the capture stream") {
+    CaptureScope scope(g);
+    const cudaStream_t top = scope.stream();
+    ConditionalScope<cugraphs::While> loop(scope, go.data());
+    CHECK(cugraphs::current_stream() != top);
+    add_to<<<1, 1, 0, cugraphs::current_stream()>>>(counter.data(), -1);
+    add_to<<<1, 1, 0, top>>>(stray.data(), 1);  // the enclosing stream
+    const auto e = expect_error([&] { loop.end(); });
+    CHECK(contains(e.what(), "enclosing stream"));
+    CHECK(contains(e.what(), "the capture stream"));
+    CHECK(contains(e.what(), "current_stream()"));
+    CHECK_FALSE(g.is_capturing());
+    scope.abort();
+  }
+  SECTION("IfElse then-body, switching to the else-body") {
+    CaptureScope scope(g);
+    const cudaStream_t top = scope.stream();
+    ConditionalScope<cugraphs::IfElse> branch(scope, go.data());
+    add_to<<<1, 1, 0, top>>>(stray.data(), 1);
+    const auto e = expect_error([&] { branch.otherwise(); });
+    CHECK(contains(e.what(), "enclosing stream"));
+    scope.abort();
+  }
+  SECTION("a nested body, its enclosing body's stream") {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::If> outer(scope, go.data());
+    const cudaStream_t outer_body = cugraphs::current_stream();
+    ConditionalScope<cugraphs::If> inner(scope, go.data());
+    add_to<<<1, 1, 0, outer_body>>>(stray.data(), 1);
+    const auto e = expect_error([&] { inner.end(); });
+    CHECK(contains(e.what(), "the stream of the enclosing conditional body"));
+    scope.abort();
+  }
+  CHECK_FALSE(g.is_capturing());
+  CHECK(cugraphs::current_stream() == nullptr);
+  CHECK(get(stray) == 0);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  auto x = filled(3000, 5);
+  capture_and_check_affine(g, x);
 }

@@ -1,6 +1,7 @@
 // No silent escapes (issue 26): work that would leave a capture silently is an Error, leaves
-// in pinned-host and managed memory are copied from where they lie, conditions can be made
-// before their node, and kernel nodes take per-step scalars. Each trap case says what the
+// in pinned-host and managed memory are copied from where they lie, and kernel nodes take
+// per-step scalars. The conditional cases (work on the enclosing stream of a body, conditions
+// made before their node) are in test_conditional.cu. Each trap case says what the
 // code before this change did.
 #include "kernels.cuh"
 #include "testing.hpp"
@@ -36,9 +37,6 @@ __global__ void twice_plus(float* out, const float* a, const float* b, std::size
   if (i < n) out[i] = 2.0f * a[i] + b[i];
 }
 
-__global__ void decide(cugraphs::Condition c, const int* value, int threshold) { c.set(*value > threshold); }
-__global__ void decide_from_char(cugraphs::Condition c, const char* value) { c.set(*value); }
-__global__ void pick_case(cugraphs::Condition c, const int* value) { c.set(*value % 3); }
 
 // AdamW on one tensor; bc1 and bc2 (1 - beta^step) change every step.
 __global__ void adamw(float* w, float* m, float* v, const float* g, std::size_t n, float lr, float beta1, float beta2,
@@ -67,20 +65,6 @@ std::size_t node_count(const Graph& g) {
   std::size_t n = 0;
   cugraphs::check(cudaGraphGetNodes(g.native_graph(), nullptr, &n), "cudaGraphGetNodes");
   return n;
-}
-
-// Captures one affine step of x into g on the capture stream and checks two replays.
-void capture_and_check_affine(Graph& g, DeviceBuffer<float>& x) {
-  const auto before = host(x.span());
-  {
-    CaptureScope scope(g);
-    affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 2.0f, 1.0f);
-    cugraphs::check_launch("affine_kernel");
-  }
-  g.replay();
-  g.replay();
-  const auto after = host(x.span());
-  for (std::size_t i = 0; i < kN; i += 97) REQUIRE(after[i] == 2.0f * (2.0f * before[i] + 1.0f) + 1.0f);
 }
 
 // The contract's conversion, checked where nvcc compiles: DeviceSpan<T> -> cuda::std::span<T>.
@@ -240,56 +224,6 @@ TEST_CASE("Escapes: a nested capture is guarded too, and guards leave nothing be
   CHECK(node_count(g) == 1);
 }
 
-// Before: the stray kernel landed after the conditional node, silently.
-TEST_CASE("Escapes: work launched on the enclosing stream while a conditional body is open is an Error naming "
-          "the stream to use; the capture is aborted and the graph reusable", "[escapes][conditional][gpu]") {
-  DeviceBuffer<int> counter(1), stray(1);
-  DeviceBuffer<bool> go(1);
-  put(counter, 3);
-  put(stray, 0);
-  put(go, true);
-  Graph g;
-  SECTION("While body, the capture stream") {
-    CaptureScope scope(g);
-    const cudaStream_t top = scope.stream();
-    ConditionalScope<cugraphs::While> loop(scope, go.data());
-    CHECK(cugraphs::current_stream() != top);
-    add_to<<<1, 1, 0, cugraphs::current_stream()>>>(counter.data(), -1);
-    add_to<<<1, 1, 0, top>>>(stray.data(), 1);  // the enclosing stream
-    const auto e = expect_error([&] { loop.end(); });
-    CHECK(contains(e.what(), "enclosing stream"));
-    CHECK(contains(e.what(), "the capture stream"));
-    CHECK(contains(e.what(), "current_stream()"));
-    CHECK_FALSE(g.is_capturing());
-    scope.abort();
-  }
-  SECTION("IfElse then-body, switching to the else-body") {
-    CaptureScope scope(g);
-    const cudaStream_t top = scope.stream();
-    ConditionalScope<cugraphs::IfElse> branch(scope, go.data());
-    add_to<<<1, 1, 0, top>>>(stray.data(), 1);
-    const auto e = expect_error([&] { branch.otherwise(); });
-    CHECK(contains(e.what(), "enclosing stream"));
-    scope.abort();
-  }
-  SECTION("a nested body, its enclosing body's stream") {
-    CaptureScope scope(g);
-    ConditionalScope<cugraphs::If> outer(scope, go.data());
-    const cudaStream_t outer_body = cugraphs::current_stream();
-    ConditionalScope<cugraphs::If> inner(scope, go.data());
-    add_to<<<1, 1, 0, outer_body>>>(stray.data(), 1);
-    const auto e = expect_error([&] { inner.end(); });
-    CHECK(contains(e.what(), "the stream of the enclosing conditional body"));
-    scope.abort();
-  }
-  CHECK_FALSE(g.is_capturing());
-  CHECK(cugraphs::current_stream() == nullptr);
-  CHECK(get(stray) == 0);
-  CHECK(cudaGetLastError() == cudaSuccess);
-  auto x = filled(kN, 5);
-  capture_and_check_affine(g, x);
-}
-
 // Before: samples and staged inputs were copied as device-to-device copies whatever they were.
 TEST_CASE("Escapes: leaves in pinned host and managed memory are copied from where they lie, as samples of a "
           "graphed callable, as its call inputs, and by Graph::stage_and_launch", "[escapes][graphed][gpu]") {
@@ -340,83 +274,6 @@ TEST_CASE("Escapes: leaves in pinned host and managed memory are copied from whe
   }
   cugraphs::check(cudaFreeHost(pinned), "cudaFreeHost");
   cugraphs::check(cudaFree(managed), "cudaFree");
-}
-
-TEST_CASE("Conditions: a condition made before its node is set by a kernel captured before the node, with no extra "
-          "node; Switch and char values work; a condition of another graph is an Error", "[escapes][conditional][gpu]") {
-  DeviceBuffer<int> value(1), hits(1), cases(3);
-  DeviceBuffer<char> flag(1);
-  Graph g;
-  {
-    CaptureScope scope(g);
-    auto cond = scope.make_condition();
-    decide<<<1, 1, 0, scope.stream()>>>(cond, value.data(), 10);
-    {
-      ConditionalScope<cugraphs::If> body(scope, cond);
-      add_to<<<1, 1, 0, cugraphs::current_stream()>>>(hits.data(), 1);
-    }
-  }
-  CHECK(node_count(g) == 2);  // the deciding kernel and the conditional node
-  put(hits, 0);
-  for (const int v : {5, 20, 11, 10, 40}) {
-    put(value, v);
-    g.replay();
-  }
-  CHECK(get(hits) == 3);
-
-  Graph sw;
-  {
-    CaptureScope scope(sw);
-    auto cond = scope.make_condition();
-    pick_case<<<1, 1, 0, scope.stream()>>>(cond, value.data());
-    ConditionalScope<cugraphs::Switch> s(scope, cond, 3);
-    for (unsigned c = 0; c < 3; ++c) {
-      s.case_(c);
-      add_to<<<1, 1, 0, cugraphs::current_stream()>>>(cases.data() + c, 1);
-    }
-  }
-  cugraphs::check(cudaMemset(cases.data(), 0, cases.bytes()), "cudaMemset");
-  for (const int v : {0, 1, 2, 4, 5, 8, 3}) {  // cases 0 1 2 1 2 2 0
-    put(value, v);
-    sw.replay();
-  }
-  std::vector<int> counts(3);
-  cugraphs::check(cudaMemcpy(counts.data(), cases.data(), cases.bytes(), cudaMemcpyDeviceToHost), "read back");
-  CHECK(counts == std::vector<int>{2, 2, 3});
-
-  Graph c;
-  {
-    CaptureScope scope(c);
-    auto cond = scope.make_condition();
-    decide_from_char<<<1, 1, 0, scope.stream()>>>(cond, flag.data());
-    ConditionalScope<cugraphs::If> body(scope, cond);
-    add_to<<<1, 1, 0, cugraphs::current_stream()>>>(hits.data(), 100);
-  }
-  put(hits, 0);
-  for (const char v : {'\0', 'x', '\0', '\1'}) {
-    put(flag, v);
-    c.replay();
-  }
-  CHECK(get(hits) == 200);
-
-  Graph bad;
-  DeviceBuffer<bool> go(1);
-  put(go, false);
-  {
-    CaptureScope scope(bad);
-    auto top_level = scope.make_condition();
-    ConditionalScope<cugraphs::While> loop(scope, go.data());
-    auto e = expect_error([&] { ConditionalScope<cugraphs::If> inner(scope, top_level); });
-    CHECK(contains(e.what(), "another graph"));
-    scope.abort();
-  }
-  {
-    CaptureScope scope(bad);
-    const auto e = expect_error([&] { ConditionalScope<cugraphs::If> inner(scope, cugraphs::Condition{}); });
-    CHECK(contains(e.what(), "the Condition is empty"));
-    scope.abort();
-  }
-  CHECK_FALSE(bad.is_capturing());
 }
 
 TEST_CASE("KernelNodes: set_kernel_arg<I> changes one argument and keeps the rest; nodes may be declared with auto "

@@ -109,6 +109,21 @@ std::vector<T> host(const cugraphs::DeviceBuffer<T>& b) {
   return host(static_cast<const T*>(b.data()), b.size());
 }
 
+// Captures x = 2x + 1 into `g` (on its capture stream) and requires two replays to give
+// 2(2x + 1) + 1: the check that a graph captures and replays after an earlier failure.
+inline void capture_and_check_affine(cugraphs::Graph& g, cugraphs::DeviceBuffer<float>& x) {
+  const auto before = host(x.span());
+  {
+    cugraphs::CaptureScope scope(g);
+    affine_kernel<<<blocks_for(x.size()), kThreads, 0, scope.stream()>>>(x.data(), x.size(), 2.0f, 1.0f);
+    cugraphs::check_launch("affine_kernel");
+  }
+  g.replay();
+  g.replay();
+  const auto after = host(x.span());
+  for (std::size_t i = 0; i < x.size(); i += 97) REQUIRE(after[i] == 2.0f * (2.0f * before[i] + 1.0f) + 1.0f);
+}
+
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {
   return a.size() == b.size() && std::memcmp(a.data(), b.data(), a.size() * sizeof(float)) == 0;
 }
