@@ -6,6 +6,7 @@
 
 #include <array>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 
 using cugraphs::DeviceSpan;
@@ -154,4 +155,92 @@ TEST_CASE("Flatten: map_leaves rebuilds a tree with new leaves in flatten's orde
   for (std::size_t k = 0; k < u.second.size(); ++k) wrong += same_span(u.second[k], Leaf(storage + (k + 2) % 16, k + 2)) ? 0 : 1;
   CHECK(wrong == 0);
   CHECK(same_span(t.second[5], Leaf(storage, 5)));  // the tree itself is unchanged
+}
+
+namespace {
+
+// Leaf maps for the tree map: one that views each leaf read-only (the leaf type changes)
+// and one that keeps the leaf type.
+struct ToConst {
+  template <class T>
+  DeviceSpan<const T> operator()(DeviceSpan<T> leaf) const {
+    return leaf;
+  }
+};
+struct Shift {
+  template <class T>
+  DeviceSpan<T> operator()(DeviceSpan<T> leaf) const {
+    return {leaf.data() + 1, leaf.size()};
+  }
+};
+
+namespace d = cugraphs::detail;
+using ConstNested =
+    std::tuple<CLeaf, std::pair<CLeaf, std::array<CLeaf, 3>>, std::tuple<>, std::tuple<DeviceSpan<const int>>>;
+
+// Tuples, pairs and arrays keep their shape; each leaf becomes what the map returns.
+static_assert(std::is_same_v<d::map_tree_t<ToConst, Nested>, ConstNested>);
+static_assert(std::is_same_v<d::map_tree_t<Shift, Nested>, Nested>);
+static_assert(std::is_same_v<d::map_tree_t<ToConst, std::array<std::pair<Leaf, Leaf>, 2000>>,
+                             std::array<std::pair<CLeaf, CLeaf>, 2000>>);
+// A tree_traits type stays itself where its leaves keep their types, and otherwise becomes
+// the tuple of its parts (it cannot hold the new leaves).
+static_assert(std::is_same_v<d::map_tree_t<Shift, std::pair<Particles, Tied>>, std::pair<Particles, Tied>>);
+static_assert(std::is_same_v<d::map_tree_t<ToConst, std::pair<Particles, Tied>>,
+                             std::pair<std::tuple<CLeaf, DeviceSpan<const int>>, std::tuple<CLeaf, CLeaf>>>);
+static_assert(d::map_keeps_custom_v<Shift, std::array<Particles, 2>>);
+static_assert(!d::map_keeps_custom_v<ToConst, std::array<Particles, 2>>);
+// Only ids already read-only: the map keeps that type.
+static_assert(std::is_same_v<d::map_tree_t<ToConst, std::tuple<DeviceSpan<const int>>>, std::tuple<DeviceSpan<const int>>>);
+// References (std::tie) are seen anywhere in the tree, and the map holds the parts by value.
+static_assert(d::holds_reference_v<std::pair<Leaf, std::tuple<const Leaf&>>>);
+static_assert(!d::holds_reference_v<std::pair<Tied, std::array<Leaf, 2>>>);
+static_assert(std::is_same_v<d::map_tree_t<Shift, std::tuple<const Leaf&, Leaf&>>, std::tuple<Leaf, Leaf>>);
+
+}  // namespace
+
+TEST_CASE("Flatten: map_tree rebuilds a nested tree leaf by leaf, in flatten's order", "[flatten]") {
+  const Nested tree{Leaf(storage, 1),
+                    {CLeaf(storage + 1, 2), {Leaf(storage + 3, 3), Leaf(storage + 6, 4), Leaf(storage + 10, 5)}},
+                    {},
+                    {DeviceSpan<int>(ids, 6)}};
+  std::array<std::size_t, 6> sizes{};
+  std::size_t calls = 0;
+  auto record = [&]<class T>(DeviceSpan<T> leaf) {
+    sizes[calls++] = leaf.size();
+    return DeviceSpan<const T>(leaf);
+  };
+  const ConstNested view = d::map_tree(record, tree);
+  CHECK(calls == 6);
+  CHECK(sizes == std::array<std::size_t, 6>{1, 2, 3, 4, 5, 6});  // depth first, left to right
+  CHECK(same_span(std::get<0>(view), Leaf(storage, 1)));
+  CHECK(same_span(std::get<1>(view).first, CLeaf(storage + 1, 2)));
+  CHECK(same_span(std::get<1>(view).second[2], Leaf(storage + 10, 5)));
+  CHECK(same_span(std::get<0>(std::get<3>(view)), DeviceSpan<int>(ids, 6)));
+
+  const Nested shifted = d::map_tree(Shift{}, tree);
+  CHECK(same_span(std::get<0>(shifted), Leaf(storage + 1, 1)));
+  CHECK(same_span(std::get<1>(shifted).second[1], Leaf(storage + 7, 4)));
+  CHECK(same_span(std::get<0>(std::get<3>(shifted)), DeviceSpan<int>(ids + 1, 6)));
+  CHECK(same_span(std::get<0>(tree), Leaf(storage, 1)));  // the tree itself is unchanged
+}
+
+TEST_CASE("Flatten: map_tree rebuilds a tree_traits type through from_tuple, or gives the tuple of its parts "
+          "when the leaves change type",
+          "[flatten]") {
+  const std::pair<Particles, Tied> tree{{Leaf(storage, 8), DeviceSpan<const int>(ids, 2)},
+                                        {Leaf(storage + 8, 3), CLeaf(storage + 12, 4)}};
+  const std::pair<Particles, Tied> shifted = d::map_tree(Shift{}, tree);
+  CHECK(same_span(shifted.first.pos, Leaf(storage + 1, 8)));
+  CHECK(same_span(shifted.first.ids, DeviceSpan<const int>(ids + 1, 2)));
+  CHECK(same_span(shifted.second.a, Leaf(storage + 9, 3)));
+  CHECK(same_span(shifted.second.b, CLeaf(storage + 13, 4)));
+
+  const auto view = d::map_tree(ToConst{}, tree);
+  static_assert(std::is_same_v<std::remove_cvref_t<decltype(view)>,
+                               std::pair<std::tuple<CLeaf, DeviceSpan<const int>>, std::tuple<CLeaf, CLeaf>>>);
+  CHECK(same_span(std::get<0>(view.first), Leaf(storage, 8)));
+  CHECK(same_span(std::get<1>(view.first), DeviceSpan<const int>(ids, 2)));
+  CHECK(same_span(std::get<0>(view.second), Leaf(storage + 8, 3)));
+  CHECK(same_span(std::get<1>(view.second), CLeaf(storage + 12, 4)));
 }

@@ -44,7 +44,39 @@ static_assert(std::is_same_v<d::const_tree_t<std::tuple<Out, std::array<DeviceSp
                              std::tuple<In, std::array<Ids, 2>>>);
 static_assert(std::is_same_v<d::const_tree_t<std::tuple<>>, std::tuple<>>);
 
+// An output type opted in through tree_traits: its incoming gradients are the tuple of its
+// parts with read-only leaves (the type cannot hold those), unless its leaves are read-only.
+struct Logits {
+  Out scores;
+  std::array<Out, 2> heads;
+};
+struct Labels {
+  Ids ids;
+};
+
+// Graphed callables' results: DeviceBuffer leaves become spans, in tuples and user types.
+static_assert(std::is_same_v<d::span_tree_t<std::pair<cugraphs::DeviceBuffer<float>, std::array<Ids, 2>>>,
+                             std::pair<Out, std::array<Ids, 2>>>);
+static_assert(std::is_same_v<d::span_tree_t<void>, std::tuple<>>);
+
 }  // namespace
+
+template <>
+struct cugraphs::tree_traits<Logits> {
+  static constexpr bool custom = true;
+  static auto to_tuple(const Logits& l) { return std::tuple{l.scores, l.heads}; }
+  static Logits from_tuple(const std::tuple<Out, std::array<Out, 2>>& t) { return {std::get<0>(t), std::get<1>(t)}; }
+};
+template <>
+struct cugraphs::tree_traits<Labels> {
+  static constexpr bool custom = true;
+  static auto to_tuple(const Labels& l) { return std::tuple{l.ids}; }
+  static Labels from_tuple(const std::tuple<Ids>& t) { return {std::get<0>(t)}; }
+};
+
+static_assert(std::is_same_v<d::const_tree_t<std::pair<Logits, Labels>>,
+                              std::pair<std::tuple<In, std::array<In, 2>>, Labels>>);
+static_assert(std::is_same_v<d::span_tree_t<std::tuple<Logits, Labels>>, std::tuple<Logits, Labels>>);
 
 TEST_CASE("Graphed pairs: marks come off arguments, and staged samples skip parameters", "[training][host]") {
   const In w(storage, 8), h(storage + 8, 4), a(storage + 12, 4), b(storage + 16, 4), bias(storage + 20, 2);
@@ -70,4 +102,17 @@ TEST_CASE("Graphed pairs: output trees are viewed read-only leaf for leaf", "[tr
   CHECK(std::get<0>(view).size() == 3);
   CHECK(std::get<1>(view)[1].data() == ids + 1);
   CHECK(std::get<1>(view)[1].size() == 3);
+}
+
+TEST_CASE("Graphed pairs: a tree_traits output's incoming gradients are the tuple of its parts, read-only",
+          "[training][host]") {
+  const std::pair<Logits, Labels> outputs{{Out(storage, 4), {Out(storage + 4, 2), Out(storage + 6, 3)}},
+                                          {Ids(ids, 2)}};
+  const auto view = d::as_const_tree(outputs);
+  CHECK(std::get<0>(view.first).data() == storage);
+  CHECK(std::get<0>(view.first).size() == 4);
+  CHECK(std::get<1>(view.first)[1].data() == storage + 6);
+  CHECK(std::get<1>(view.first)[1].size() == 3);
+  CHECK(view.second.ids.data() == ids);  // already read-only: the type itself
+  CHECK(view.second.ids.size() == 2);
 }

@@ -210,19 +210,8 @@ private:
     if (known_bytes_[b] && *known_bytes_[b] > opts_.byte_budget) too_large(b, *known_bytes_[b]);
     std::optional<Graph> victim;
     make_room(known_bytes_[b].value_or(0), victim);
-    if (!warmed_[b] && opts_.warmup_iters > 0) {
-      const cudaStream_t s = capture_stream();
-      StreamGuard on(s);
-      for (int i = 0; i < opts_.warmup_iters; ++i) {
-        if constexpr (std::is_void_v<Result>) {
-          f_(bucket);
-        } else {
-          auto discarded = f_(bucket);  // buffers it returns are freed here
-          (void)discarded;
-        }
-      }
-      detail::check(cudaStreamSynchronize(s), "GraphCache: waiting for the warm-up calls");
-    }
+    if (!warmed_[b] && opts_.warmup_iters > 0)
+      detail::warm_up(kOp, capture_stream(), opts_.warmup_iters, [&] { return f_(bucket); });
     warmed_[b] = true;
 
     auto entry = std::make_unique<Entry>();

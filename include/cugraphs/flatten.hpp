@@ -211,33 +211,118 @@ struct value_tuple<std::pair<A, B>> {
   using type = std::pair<std::remove_cvref_t<A>, std::remove_cvref_t<B>>;
 };
 
-// A copy of `tree` with every leaf replaced by fn(i, leaf), which returns the leaf's type;
-// i counts on from `next` in flatten's order. std::arrays are rebuilt by a loop, so a tree
-// of thousands of leaves stays shallow for the compiler.
-template <class T, class Fn>
-T map_leaves(const T& tree, std::size_t& next, Fn& fn) {
-  if constexpr (is_span_v<T>) {
-    return fn(next++, tree);
-  } else if constexpr (is_array_v<T>) {
-    T out{};
-    for (std::size_t k = 0; k != out.size(); ++k) out[k] = map_leaves(tree[k], next, fn);
+// The parts a tree_traits type T maps through: what its to_tuple returns, held by value.
+template <class T>
+using custom_parts_t = typename value_tuple<decltype(tree_traits<T>::to_tuple(std::declval<const T&>()))>::type;
+
+template <class Fn, class T>
+struct tree_map;
+
+// The one tree map: the type of T's tree with each leaf L (a DeviceSpan or a DeviceBuffer)
+// replaced by what an Fn lvalue returns for an L rvalue, by value. std::tuple, std::pair
+// and std::array keep their shape, with their elements by value. A tree_traits type stays
+// itself where the map keeps the types of all its leaves (from_tuple rebuilds it), and
+// otherwise becomes the std::tuple of its to_tuple parts, mapped: it cannot hold leaves of
+// other types.
+template <class Fn, class T>
+using map_tree_t = typename tree_map<Fn, std::remove_cvref_t<T>>::type;
+
+template <class Fn, class T>
+struct tree_map {
+  static auto pick() {
+    if constexpr (is_span_v<T> || is_buffer_v<T>) {
+      return std::type_identity<std::remove_cvref_t<std::invoke_result_t<Fn&, T>>>{};
+    } else if constexpr (tree_traits<T>::custom) {
+      using Mapped = map_tree_t<Fn, custom_parts_t<T>>;
+      return std::type_identity<std::conditional_t<std::is_same_v<Mapped, custom_parts_t<T>>, T, Mapped>>{};
+    } else {
+      return std::type_identity<typename not_a_tree<T>::type>{};
+    }
+  }
+  using type = typename decltype(pick())::type;
+  // Whether every tree_traits type in T stays itself.
+  static constexpr bool keeps_custom = !tree_traits<T>::custom || std::is_same_v<type, T>;
+  // Whether a std::tuple or std::pair in T holds a part by reference (a std::tie, say).
+  static constexpr bool holds_reference = false;
+};
+template <class Fn, class... Ts>
+struct tree_map<Fn, std::tuple<Ts...>> {
+  using type = std::tuple<map_tree_t<Fn, Ts>...>;
+  static constexpr bool keeps_custom = (tree_map<Fn, std::remove_cvref_t<Ts>>::keeps_custom && ...);
+  static constexpr bool holds_reference =
+      ((std::is_reference_v<Ts> || tree_map<Fn, std::remove_cvref_t<Ts>>::holds_reference) || ...);
+};
+template <class Fn, class A, class B>
+struct tree_map<Fn, std::pair<A, B>> : tree_map<Fn, std::tuple<A, B>> {
+  using type = std::pair<map_tree_t<Fn, A>, map_tree_t<Fn, B>>;
+};
+template <class Fn, class E, std::size_t N>
+struct tree_map<Fn, std::array<E, N>> {
+  using type = std::array<map_tree_t<Fn, E>, N>;
+  static constexpr bool keeps_custom = tree_map<Fn, std::remove_cv_t<E>>::keeps_custom;
+  static constexpr bool holds_reference = tree_map<Fn, std::remove_cv_t<E>>::holds_reference;
+};
+
+// Whether map_tree_t<Fn, T> keeps every tree_traits type of T as itself.
+template <class Fn, class T>
+inline constexpr bool map_keeps_custom_v = tree_map<Fn, std::remove_cvref_t<T>>::keeps_custom;
+
+// The map that keeps every leaf, for types only.
+struct SameLeaf {
+  template <class L>
+  L operator()(L&& leaf) const;
+};
+
+// Whether T, or a std::tuple or std::pair in its tree, holds a part by reference (std::tie
+// makes such tuples): such a tree cannot be rebuilt or kept by value as it is.
+template <class T>
+inline constexpr bool holds_reference_v =
+    std::is_reference_v<T> || tree_map<SameLeaf, std::remove_cvref_t<T>>::holds_reference;
+
+// `tree` rebuilt as map_tree_t<Fn, T>, each leaf replaced by fn(leaf), called in flatten's
+// order. The leaves of an rvalue tree are passed as rvalues (a DeviceBuffer can be moved
+// out), but those of a tree_traits type always as copies of its to_tuple parts. std::arrays
+// are rebuilt by a loop, so a tree of thousands of leaves stays shallow for the compiler.
+template <class Fn, class T>
+map_tree_t<std::remove_reference_t<Fn>, T> map_tree(Fn&& fn, T&& tree) {
+  using U = std::remove_cvref_t<T>;
+  using Out = map_tree_t<std::remove_reference_t<Fn>, U>;
+  if constexpr (is_span_v<U> || is_buffer_v<U>) {
+    return fn(std::forward<T>(tree));
+  } else if constexpr (is_array_v<U>) {
+    Out out{};
+    for (std::size_t k = 0; k != out.size(); ++k) {
+      if constexpr (std::is_lvalue_reference_v<T>)
+        out[k] = map_tree(fn, tree[k]);
+      else
+        out[k] = map_tree(fn, std::move(tree[k]));
+    }
     return out;
-  } else if constexpr (is_tuple_like_v<T>) {
+  } else if constexpr (is_tuple_like_v<U>) {
     return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      static_assert((!std::is_reference_v<std::tuple_element_t<I, T>> && ...),
-                    "cugraphs: a tuple of references (std::tie) cannot be rebuilt with new leaves; pass a "
-                    "tuple of DeviceSpan values");
-      return T{map_leaves(std::get<I>(tree), next, fn)...};  // braces: left to right
-    }(std::make_index_sequence<std::tuple_size_v<T>>{});
-  } else if constexpr (tree_traits<T>::custom) {
+      return Out{map_tree(fn, std::get<I>(std::forward<T>(tree)))...};  // braces: left to right
+    }(std::make_index_sequence<std::tuple_size_v<U>>{});
+  } else if constexpr (tree_traits<U>::custom) {
     // to_tuple may return references (std::tie): the new leaves go into a tuple of values,
     // which from_tuple reads (through references, if it takes them) before it returns.
-    using Values = typename value_tuple<decltype(tree_traits<T>::to_tuple(tree))>::type;
-    const Values values(tree_traits<T>::to_tuple(tree));
-    return tree_traits<T>::from_tuple(map_leaves(values, next, fn));
+    const custom_parts_t<U> parts(tree_traits<U>::to_tuple(tree));
+    if constexpr (std::is_same_v<Out, U>) {
+      return tree_traits<U>::from_tuple(map_tree(fn, parts));
+    } else {
+      return map_tree(fn, parts);
+    }
   } else {
-    return typename not_a_tree<T>::type{};
+    return typename not_a_tree<U>::type{};
   }
+}
+
+// A copy of `tree` with every leaf replaced by fn(i, leaf), which returns the leaf's type;
+// i counts on from `next` in flatten's order.
+template <class T, class Fn>
+T map_leaves(const T& tree, std::size_t& next, Fn& fn) {
+  static_assert(!holds_reference_v<T>, "cugraphs: a tuple of references (std::tie) cannot be rebuilt with new "
+                                       "leaves; pass a tuple of DeviceSpan values");
+  return map_tree([&](const auto& leaf) { return fn(next++, leaf); }, tree);
 }
 
 // Where each of Ts' leaves start in their concatenated flat tuple: prefix sums of the

@@ -35,71 +35,50 @@ struct GraphedOptions {
 
 namespace detail {
 
-// The structure a graphed callable returns: DeviceBuffer leaves become DeviceSpans.
-template <class T>
-struct span_tree {
-  using type = T;
-};
-template <class T>
-struct span_tree<DeviceBuffer<T>> {
-  using type = DeviceSpan<T>;
-};
-template <class... Ts>
-struct span_tree<std::tuple<Ts...>> {
-  using type = std::tuple<typename span_tree<Ts>::type...>;
-};
-template <class A, class B>
-struct span_tree<std::pair<A, B>> {
-  using type = std::pair<typename span_tree<A>::type, typename span_tree<B>::type>;
-};
-template <class T, std::size_t N>
-struct span_tree<std::array<T, N>> {
-  using type = std::array<typename span_tree<T>::type, N>;
-};
-template <>
-struct span_tree<void> {
-  using type = std::tuple<>;
-};
-template <class T>
-using span_tree_t = typename span_tree<std::remove_cvref_t<T>>::type;
-
 using Owners = std::vector<std::shared_ptr<void>>;
+
+// The leaf map of a graphed callable's results: a DeviceBuffer is moved into `owners` (its
+// bytes added to `*bytes` where given) and replaced by its span; a DeviceSpan stays.
+struct TakeOutput {
+  Owners* owners;
+  std::size_t* bytes;
+
+  template <class T>
+  DeviceSpan<T> operator()(DeviceBuffer<T>&& buffer) const {
+    auto owned = std::make_shared<DeviceBuffer<T>>(std::move(buffer));
+    const DeviceSpan<T> span = owned->span();
+    if (bytes != nullptr) *bytes += owned->bytes();
+    owners->push_back(std::move(owned));
+    return span;
+  }
+  template <class T>
+  DeviceSpan<T> operator()(DeviceSpan<T> span) const {
+    return span;
+  }
+};
+
+// The structure a graphed callable returns: DeviceBuffer leaves become DeviceSpans (void:
+// an empty tuple).
+template <class T>
+using span_tree_t = typename std::conditional_t<std::is_void_v<T>, std::type_identity<std::tuple<>>,
+                                                tree_map<TakeOutput, std::remove_cvref_t<T>>>::type;
 
 // Moves every DeviceBuffer of `tree` into `owners` and returns the tree with spans. Where
 // `bytes` is given, the buffers' bytes are added to it.
 template <class T>
 span_tree_t<T> take_outputs(T&& tree, Owners& owners, std::size_t* bytes = nullptr) {
-  using U = std::remove_cvref_t<T>;
-  if constexpr (is_buffer_v<U>) {
-    auto owned = std::make_shared<U>(std::forward<T>(tree));
-    const auto span = owned->span();
-    if (bytes != nullptr) *bytes += owned->bytes();
-    owners.push_back(std::move(owned));
-    return span;
-  } else if constexpr (is_array_v<U>) {
-    span_tree_t<U> out{};  // a loop, not a pack of thousands
-    for (std::size_t k = 0; k != out.size(); ++k) {
-      if constexpr (std::is_lvalue_reference_v<T>)
-        out[k] = take_outputs(tree[k], owners, bytes);
-      else
-        out[k] = take_outputs(std::move(tree[k]), owners, bytes);
-    }
-    return out;
-  } else if constexpr (is_tuple_like_v<U>) {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return span_tree_t<U>{take_outputs(std::get<I>(std::forward<T>(tree)), owners, bytes)...};
-    }(std::make_index_sequence<std::tuple_size_v<U>>{});
+  constexpr bool keeps_types = map_keeps_custom_v<TakeOutput, T>;
+  static_assert(keeps_types,
+                "cugraphs: a result type opted in through tree_traits holds DeviceBuffer leaves, which "
+                "a graphed callable cannot take over (it would have to rebuild the type with "
+                "DeviceSpans). Return the buffers in std::tuple, std::pair or std::array, or keep them "
+                "elsewhere and return their spans.");
+  if constexpr (keeps_types) {
+    return map_tree(TakeOutput{&owners, bytes}, std::forward<T>(tree));
   } else {
-    static_assert(leaf_count_v<U> >= 0);  // a tree of spans, or not_a_tree names the type
-    static_assert(only_spans<U>(),
-                  "cugraphs: a result type opted in through tree_traits holds DeviceBuffer leaves, which "
-                  "a graphed callable cannot take over (it would have to rebuild the type with "
-                  "DeviceSpans). Return the buffers in std::tuple, std::pair or std::array, or keep them "
-                  "elsewhere and return their spans.");
-    return tree;
+    return {};
   }
 }
-
 
 struct BuildTag {};
 
@@ -145,19 +124,22 @@ void check_warm_up(std::string_view op, int iterations, const Args&... samples) 
   return opts.stream != nullptr ? opts.stream : capture_stream();
 }
 
-template <class F, class... Args>
-void warm_up(F& f, cudaStream_t s, int iterations, const Args&... samples) {
-  check_warm_up("make_graphed_callable", iterations, samples...);
+// The warm-up of graphed callables, pairs and caches: `iterations` eager calls of `step`
+// with `s` as the current stream, which let libraries initialise lazily before a capture,
+// then a wait for their work. Whatever a call returns (buffers) is freed right after it.
+template <class Step>
+void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step) {
   StreamGuard on(s);
-  for (int i = 0; i < iterations; ++i) {
-    if constexpr (std::is_void_v<std::invoke_result_t<F&, const Args&...>>) {
-      std::invoke(f, samples...);
-    } else {
-      auto discarded = std::invoke(f, samples...);  // buffers it returns are freed here
-      (void)discarded;
-    }
-  }
-  check(cudaStreamSynchronize(s), "make_graphed_callable: waiting for the warm-up calls");
+  for (int i = 0; i < iterations; ++i) static_cast<void>(step());
+  check(cudaStreamSynchronize(s), "{}: waiting for the warm-up calls", op);
+}
+
+// A graphed callable's warm-up: f(samples...), once the samples are checked.
+template <class F, class... Args>
+void warm_up_callable(F& f, cudaStream_t s, int iterations, const Args&... samples) {
+  constexpr std::string_view op = "make_graphed_callable";
+  check_warm_up(op, iterations, samples...);
+  warm_up(op, s, iterations, [&] { return std::invoke(f, samples...); });
 }
 
 }  // namespace detail
@@ -361,7 +343,7 @@ template <class F, class... Args>
 [[nodiscard]] GraphedCallable<std::decay_t<F>, Args...> make_graphed_callable(const GraphedOptions& opts, F&& f,
                                                                               const Args&... samples) {
   std::decay_t<F> fn(std::forward<F>(f));
-  detail::warm_up(fn, detail::work_stream(opts), opts.warmup_iters, samples...);
+  detail::warm_up_callable(fn, detail::work_stream(opts), opts.warmup_iters, samples...);
   const PoolHandle pool = opts.pool ? *opts.pool : graph_pool_handle();
   return GraphedCallable<std::decay_t<F>, Args...>(detail::BuildTag{}, std::move(fn), opts, pool, samples...);
 }
@@ -382,7 +364,7 @@ template <class... Fs, class... Samples>
                                                      "arguments per callable");
   constexpr auto indices = std::index_sequence_for<Fs...>{};
   auto warm = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
-    std::apply([&](const auto&... a) { detail::warm_up(std::get<I>(fs), detail::work_stream(opts), opts.warmup_iters, a...); },
+    std::apply([&](const auto&... a) { detail::warm_up_callable(std::get<I>(fs), detail::work_stream(opts), opts.warmup_iters, a...); },
                std::get<I>(samples));
   };
   [&]<std::size_t... I>(std::index_sequence<I...>) {

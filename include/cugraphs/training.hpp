@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cugraphs/capture.hpp>
+#include <cugraphs/detail/training_types.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/flatten.hpp>
 #include <cugraphs/graphed.hpp>
@@ -17,7 +18,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <functional>
+#include <memory>
 #include <optional>
 #include <string_view>
 #include <tuple>
@@ -68,276 +69,7 @@ template <class O, class S>
 
 namespace detail {
 
-// What an argument of a pair is: its value (the marks taken off), whether it is a
-// parameter, whether it takes a gradient.
-template <class A>
-struct arg_traits {
-  using value = A;
-  static constexpr bool param = false;
-  static constexpr bool grad = false;
-};
-template <class T>
-struct arg_traits<Param<T>> {
-  static_assert(!arg_traits<T>::param && !arg_traits<T>::grad,
-                "cugraphs: mark a parameter that takes a gradient as requires_grad(param(w)), with "
-                "param innermost, and mark each argument once");
-  using value = T;
-  static constexpr bool param = true;
-  static constexpr bool grad = false;
-};
-template <class T>
-struct arg_traits<Grad<T>> {
-  static_assert(!arg_traits<T>::grad, "cugraphs: an argument is marked requires_grad twice");
-  using value = typename arg_traits<T>::value;
-  static constexpr bool param = arg_traits<T>::param;
-  static constexpr bool grad = true;
-};
-
-template <class A>
-[[nodiscard]] const typename arg_traits<A>::value& unmarked(const A& a) noexcept {
-  if constexpr (arg_traits<A>::grad) {
-    return unmarked(a.value);
-  } else if constexpr (arg_traits<A>::param) {
-    return a.value;
-  } else {
-    return a;
-  }
-}
-
-// The staged arguments: every argument that is not a parameter, marks taken off.
-template <class... A>
-using staged_tuple_t = decltype(std::tuple_cat(
-    std::declval<std::conditional_t<arg_traits<A>::param, std::tuple<>, std::tuple<typename arg_traits<A>::value>>>()...));
-
-// Where argument I is among the staged ones.
-template <class... A>
-constexpr std::size_t staged_index(std::size_t i) {
-  constexpr std::array<bool, sizeof...(A) + 1> param{arg_traits<A>::param..., false};
-  std::size_t n = 0;
-  for (std::size_t k = 0; k != i; ++k) n += param[k] ? 0 : 1;
-  return n;
-}
-
-// Argument I of a pair's halves: the caller's value for a parameter, else the staged one.
-template <std::size_t I, class... A, class Values, class Staged>
-[[nodiscard]] const auto& pick_arg(const Values& values, const Staged& staged) {
-  if constexpr (arg_traits<std::tuple_element_t<I, std::tuple<A...>>>::param) {
-    return std::get<I>(values);
-  } else {
-    return std::get<staged_index<A...>(I)>(staged);
-  }
-}
-
-template <class F, class Tuple>
-struct callable_of;
-template <class F, class... S>
-struct callable_of<F, std::tuple<S...>> {
-  using type = GraphedCallable<F, S...>;
-};
-
-// The structure of a forward's result: its outputs and what it saves.
-template <class R>
-struct forward_parts {
-  using outputs = R;
-  using saved = std::tuple<>;
-  static constexpr bool saving = false;
-};
-template <class O, class S>
-struct forward_parts<Saving<O, S>> {
-  using outputs = O;
-  using saved = S;
-  static constexpr bool saving = true;
-};
-template <>
-struct forward_parts<void> {
-  using outputs = std::tuple<>;
-  using saved = std::tuple<>;
-  static constexpr bool saving = false;
-};
-
-// A span tree with read-only leaves: the type of the incoming gradients.
-template <class T>
-struct const_tree {
-  static_assert(always_false_v<T>,
-                "cugraphs: the outputs of a graphed pair's forward must be DeviceSpan or DeviceBuffer "
-                "leaves nested in std::tuple, std::pair or std::array (their incoming gradients take "
-                "the same structure); the offending type is the T of const_tree<T>");
-  using type = T;
-};
-template <class T>
-struct const_tree<DeviceSpan<T>> {
-  using type = DeviceSpan<const std::remove_const_t<T>>;
-};
-template <class... Ts>
-struct const_tree<std::tuple<Ts...>> {
-  using type = std::tuple<typename const_tree<Ts>::type...>;
-};
-template <class X, class Y>
-struct const_tree<std::pair<X, Y>> {
-  using type = std::pair<typename const_tree<X>::type, typename const_tree<Y>::type>;
-};
-template <class T, std::size_t N>
-struct const_tree<std::array<T, N>> {
-  using type = std::array<typename const_tree<T>::type, N>;
-};
-template <class T>
-using const_tree_t = typename const_tree<T>::type;
-
-template <class T>
-[[nodiscard]] const_tree_t<T> as_const_tree(const T& tree) {
-  if constexpr (is_span_v<T>) {
-    return const_tree_t<T>(tree.data(), tree.size());
-  } else {
-    return [&]<std::size_t... I>(std::index_sequence<I...>) {
-      return const_tree_t<T>{as_const_tree(std::get<I>(tree))...};
-    }(std::make_index_sequence<std::tuple_size_v<T>>{});
-  }
-}
-
-// The element types of a flat tuple of leaves, const taken off: gradients are compared by these.
-template <class Flat>
-struct value_types;
-template <class... L>
-struct value_types<std::tuple<L...>> {
-  using type = std::tuple<typename L::value_type...>;
-};
-template <class T>
-using value_types_t = typename value_types<flat_t<T>>::type;
-
-// The element types the backward must return: those of each argument that takes a gradient.
-template <class... A>
-using expected_grad_values_t = decltype(std::tuple_cat(
-    std::declval<std::conditional_t<arg_traits<A>::grad, value_types_t<typename arg_traits<A>::value>, std::tuple<>>>()...));
-
-// Whether a tree holds a reference anywhere: outputs must be held by value.
-template <class T>
-inline constexpr bool holds_reference_v = std::is_reference_v<T>;
-template <class... Ts>
-inline constexpr bool holds_reference_v<std::tuple<Ts...>> = (holds_reference_v<Ts> || ...);
-template <class X, class Y>
-inline constexpr bool holds_reference_v<std::pair<X, Y>> = holds_reference_v<X> || holds_reference_v<Y>;
-template <class T, std::size_t N>
-inline constexpr bool holds_reference_v<std::array<T, N>> = holds_reference_v<T>;
-
-// The forward half: calls the user's forward with the parameters in place and the staged
-// arguments, and returns (outputs, saved) as one pair, the graphed callable's outputs.
-template <class Fwd, class... A>
-struct ForwardFn {
-  using Values = std::tuple<typename arg_traits<A>::value...>;
-  using Result = std::remove_cvref_t<std::invoke_result_t<Fwd&, const typename arg_traits<A>::value&...>>;
-  using Parts = forward_parts<Result>;
-  static_assert(!holds_reference_v<typename Parts::outputs> && !holds_reference_v<typename Parts::saved>,
-                "cugraphs: the outputs and saved values of a graphed pair's forward must be held by value "
-                "(DeviceSpans or DeviceBuffers, not references to them: std::tie makes references)");
-
-  Fwd fwd;
-  Values values;  // the parameters (and the samples, for the other arguments: unused)
-
-  template <class... S>
-  auto operator()(const S&... staged) {
-    const auto st = std::forward_as_tuple(staged...);
-    auto call = [&]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
-      return std::invoke(fwd, pick_arg<I, A...>(values, st)...);
-    };
-    constexpr auto all = std::index_sequence_for<A...>{};
-    if constexpr (std::is_void_v<Result>) {
-      call(all);
-      return std::pair<std::tuple<>, std::tuple<>>{};
-    } else if constexpr (Parts::saving) {
-      auto r = call(all);
-      return std::pair<typename Parts::outputs, typename Parts::saved>{std::move(r.outputs), std::move(r.saved)};
-    } else {
-      return std::pair<Result, std::tuple<>>{call(all), std::tuple<>{}};
-    }
-  }
-};
-
-// Calls the user's backward: backward(arguments..., outputs, [saved,] incoming gradients).
-template <bool Saving, class Bwd, class Values, class Outputs, class Saved, class Grads>
-decltype(auto) invoke_backward(Bwd& bwd, const Values& values, const Outputs& outputs, const Saved& saved,
-                               const Grads& grads) {
-  return std::apply(
-      [&](const auto&... a) -> decltype(auto) {
-        if constexpr (Saving) {
-          return std::invoke(bwd, a..., outputs, saved, grads);
-        } else {
-          (void)saved;
-          return std::invoke(bwd, a..., outputs, grads);
-        }
-      },
-      values);
-}
-
-// The backward half: the arguments, outputs and saved values the forward graph holds, bound
-// to the user's backward; the incoming gradients are its one staged argument.
-template <bool Saving, class Bwd, class Values, class Outputs, class Saved>
-struct BackwardFn {
-  Bwd bwd;
-  Values values;
-  Outputs outputs;
-  Saved saved;
-
-  template <class Grads>
-  auto operator()(const Grads& grads) {
-    return invoke_backward<Saving>(bwd, values, outputs, saved, grads);
-  }
-};
-
-template <bool Saving, class Bwd, class Values, class Outputs, class Saved, class Grads>
-struct backward_call;
-template <bool Saving, class Bwd, class... V, class Outputs, class Saved, class Grads>
-struct backward_call<Saving, Bwd, std::tuple<V...>, Outputs, Saved, Grads> {
-  static constexpr bool invocable = Saving ? std::is_invocable_v<Bwd&, const V&..., const Outputs&, const Saved&, const Grads&>
-                                           : std::is_invocable_v<Bwd&, const V&..., const Outputs&, const Grads&>;
-};
-
-// Staging of a pair's forward: the staged samples, as a tuple of references.
-template <class... A>
-[[nodiscard]] auto staged_samples(const A&... samples) {
-  return std::tuple_cat([&]() {
-    if constexpr (arg_traits<A>::param) {
-      return std::tuple<>{};
-    } else {
-      return std::tuple<const typename arg_traits<A>::value&>(unmarked(samples));
-    }
-  }()...);
-}
-
-}  // namespace detail
-
-template <class Fwd, class Bwd, class... A>
-class GraphedPair;
-
-namespace detail {
-
 struct PairMaker;
-
-// forward(staged arguments...) with the staged types spelled out, so that a wrong argument
-// list is a compile-time error in the pair's own words.
-template <class Pair, class Staged>
-class PairForward;
-template <class Pair, class... S>
-class PairForward<Pair, std::tuple<S...>> {
-public:
-  /// Stages the inputs and replays the forward on current_stream(); returns the outputs.
-  decltype(auto) forward(const S&... inputs) { return self().run_forward(current_stream(), inputs...); }
-  /// The same on `stream`.
-  decltype(auto) forward(cudaStream_t stream, const S&... inputs) { return self().run_forward(stream, inputs...); }
-
-  /// Any other argument list is a compile-time error that says so.
-  template <class... Other>
-    requires(!accepts_v<std::tuple<const S&...>, std::tuple<Other...>> &&
-             !accepts_v<std::tuple<cudaStream_t, const S&...>, std::tuple<Other...>>)
-  void forward(Other&&...) {
-    static_assert(always_false_v<std::tuple<Other...>>,
-                  "cugraphs: GraphedPair::forward was called with arguments that do not match the "
-                  "pair's staged inputs: its sample arguments in order, without those marked param "
-                  "and with the marks taken off, optionally after a cudaStream_t");
-  }
-
-private:
-  Pair& self() noexcept { return static_cast<Pair&>(*this); }
-};
 
 }  // namespace detail
 
@@ -364,7 +96,8 @@ public:
   using Outputs = typename ForwardCallable::Outputs::first_type;
   /// What the forward saved for the backward (std::tuple<> when it returns no Saving).
   using Saved = typename ForwardCallable::Outputs::second_type;
-  /// What backward() takes: one read-only leaf per output leaf, in the outputs' structure.
+  /// What backward() takes: one read-only leaf per output leaf, in the outputs' structure
+  /// (a tree_traits type, which cannot hold read-only leaves, as the std::tuple of its parts).
   using GradOutputs = detail::const_tree_t<Outputs>;
   /// The staged inputs, in order (the arguments not marked param, marks taken off).
   using StaticInputs = detail::staged_tuple_t<A...>;
@@ -545,43 +278,25 @@ private:
   static void warm_up(ForwardFn& fwd, Bwd& bwd, cudaStream_t s, int iterations, const A&... samples) {
     constexpr std::string_view op = "make_graphed_pair";
     detail::check_warm_up(op, iterations, detail::unmarked(samples)...);
-    StreamGuard on(s);
-    for (int i = 0; i < iterations; ++i) {
+    detail::warm_up(op, s, iterations, [&] {
       detail::Owners keep;  // buffers the forward returns live until its backward has run
       auto parts = detail::take_outputs(
           std::apply([&](const auto&... staged) { return fwd(staged...); }, detail::staged_samples(samples...)),
           keep);
-      using Flat = flat_t<GradOutputs>;
-      Flat zeros = zero_leaves(flatten(parts.first), keep, s, std::make_index_sequence<std::tuple_size_v<Flat>>{});
-      const GradOutputs grads = unflatten<GradOutputs>(zeros);
-      if constexpr (std::is_void_v<decltype(detail::invoke_backward<Parts::saving>(
-                        bwd, fwd.values, parts.first, parts.second, grads))>) {
-        detail::invoke_backward<Parts::saving>(bwd, fwd.values, parts.first, parts.second, grads);
-      } else {
-        auto discarded = detail::invoke_backward<Parts::saving>(bwd, fwd.values, parts.first, parts.second,
-                                                                grads);
-        (void)discarded;  // buffers it returns are freed here
-      }
-    }
-    detail::check(cudaStreamSynchronize(s), "make_graphed_pair: waiting for the warm-up calls");
-  }
-
-  // One zero-filled buffer per leaf of `like`, kept in `keep`, as read-only spans.
-  template <class Like, std::size_t... I>
-  static flat_t<GradOutputs> zero_leaves(const Like& like, detail::Owners& keep, cudaStream_t s,
-                                         std::index_sequence<I...>) {
-    auto zero = [&]<class Leaf>(std::type_identity<Leaf>, std::size_t count) {
-      using Value = typename Leaf::value_type;
-      auto buffer = std::make_shared<DeviceBuffer<Value>>(count, s);
-      if (count != 0)
-        detail::check(cudaMemsetAsync(buffer->data(), 0, buffer->bytes(), s),
-                      "make_graphed_pair: zeroing a warm-up gradient");
-      Leaf leaf(buffer->data(), count);
-      keep.push_back(std::move(buffer));
-      return leaf;
-    };
-    return flat_t<GradOutputs>{
-        zero(std::type_identity<std::tuple_element_t<I, flat_t<GradOutputs>>>{}, std::get<I>(like).size())...};
+      // One zero-filled buffer per output leaf, kept in `keep`, as a read-only span.
+      auto zeros = [&]<class T>(DeviceSpan<T> like) {
+        auto buffer = std::make_shared<DeviceBuffer<std::remove_const_t<T>>>(like.size(), s);
+        if (like.size() != 0)
+          detail::check(cudaMemsetAsync(buffer->data(), 0, buffer->bytes(), s),
+                        "make_graphed_pair: zeroing a warm-up gradient");
+        const DeviceSpan<const T> leaf(buffer->data(), like.size());
+        keep.push_back(std::move(buffer));
+        return leaf;
+      };
+      const GradOutputs grads = detail::map_tree(zeros, parts.first);
+      // Buffers the backward returns are freed here, before those in `keep`.
+      static_cast<void>(detail::invoke_backward<Parts::saving>(bwd, fwd.values, parts.first, parts.second, grads));
+    });
   }
 
   std::optional<ForwardCallable> fwd_;
