@@ -20,8 +20,8 @@ for h in $headers; do
     echo "skipped: $h (no nccl.h in $cuda_inc)"
     continue
   fi
-  # Likewise the optional cuBLAS header needs cublas_v2.h.
-  if [[ $h == cugraphs/cublas.hpp && ! -f $cuda_inc/cublas_v2.h ]]; then
+  # Likewise the optional cuBLAS header, and its binder, need cublas_v2.h.
+  if [[ ($h == cugraphs/cublas.hpp || $h == cugraphs/detail/cublas_binder.hpp) && ! -f $cuda_inc/cublas_v2.h ]]; then
     echo "skipped: $h (no cublas_v2.h in $cuda_inc)"
     continue
   fi
