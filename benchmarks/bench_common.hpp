@@ -148,12 +148,25 @@ private:
   std::vector<Json> items_;
 };
 
-// A goal of the issue: `value` compared with `target` by `op` ("<=" or ">=").
+// The figure a goal is on: `id` names it alike at every size the goal is checked at (the
+// key tools/plot-perf finds the goal by), `at` is that size, where the section sweeps one
+// (`at_key` names the sweep: "nodes", "inputs", "graphs", "grid").
+struct GoalOn {
+  std::string section, id, what;
+  std::string at_key = {};
+  long long at = 0;
+};
+
+// A goal of the issue: `value` compared with `target` by `op` ("<=" or ">="). A goal on a
+// ratio to PyTorch's figures has no value here: tools/plot-perf judges it as
+// bench_suite_torch.py's `torch_key` over this suite's `suite_key`, both in `on.section`.
 struct Goal {
-  std::string section, what;
+  GoalOn on;
   double value;
   std::string op;
   double target;
+  std::string torch_key = {}, suite_key = {};
+  [[nodiscard]] bool judged_here() const { return torch_key.empty(); }
   [[nodiscard]] bool met() const { return op == "<=" ? value <= target : value >= target; }
 };
 
@@ -174,10 +187,14 @@ public:
   Json& section(const std::string& name) { return root_["sections"][name]; }
 
   // Records a goal and returns a one-word verdict for the section's table.
-  std::string goal(const std::string& section, const std::string& what, double value, const std::string& op,
-                   double target) {
-    goals_.push_back({section, what, value, op, target});
+  std::string goal(GoalOn on, double value, std::string op, double target) {
+    goals_.push_back({std::move(on), value, std::move(op), target});
     return goals_.back().met() ? "met" : "MISSED";
+  }
+  // Records a goal on PyTorch's `torch_key` over this suite's `suite_key`, for tools/plot-perf
+  // to judge with bench_suite_torch.py's figures.
+  void torch_goal(GoalOn on, std::string torch_key, std::string suite_key, std::string op, double target) {
+    goals_.push_back({std::move(on), std::nan(""), std::move(op), target, std::move(torch_key), std::move(suite_key)});
   }
   [[nodiscard]] const std::vector<Goal>& goals() const { return goals_; }
 
@@ -188,12 +205,20 @@ public:
     goals = Json::array();  // rebuilt from goals_ at every write
     for (const Goal& g : goals_) {
       Json j = Json::object();
-      j["section"] = g.section;
-      j["what"] = g.what;
-      j["value"] = g.value;
+      j["section"] = g.on.section;
+      j["id"] = g.on.id;
+      j["what"] = g.on.what;
+      if (!g.on.at_key.empty()) j["at"][g.on.at_key] = static_cast<double>(g.on.at);
+      j["value"] = g.value;  // null for a goal judged by tools/plot-perf
       j["op"] = g.op;
       j["target"] = g.target;
-      j["met"] = g.met() ? "yes" : "no";
+      if (g.judged_here()) {
+        j["met"] = g.met() ? "yes" : "no";
+      } else {
+        j["met"] = Json();
+        j["versus"]["torch"] = g.torch_key;
+        j["versus"]["suite"] = g.suite_key;
+      }
       goals.push(std::move(j));
     }
     const std::string text = root_.dump() + "\n";

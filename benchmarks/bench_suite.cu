@@ -76,12 +76,21 @@ int main(int argc, char** argv) {
   }
 
   std::printf("\n== goals\n");
-  int missed = 0;
+  int judged = 0, met = 0;
   for (const Goal& g : report.goals()) {
-    std::printf("%-8s %-62s %9.3f %s %-6g %s\n", g.met() ? "met" : "MISSED", g.what.c_str(), g.value, g.op.c_str(),
-                g.target, g.section.c_str());
-    missed += g.met() ? 0 : 1;
+    if (!g.judged_here()) {
+      std::printf("%-8s %-62s %9s %s %-6g %s\n", "PyTorch", g.on.what.c_str(), "", g.op.c_str(), g.target,
+                  g.on.section.c_str());
+      continue;
+    }
+    std::printf("%-8s %-62s %9.3f %s %-6g %s\n", g.met() ? "met" : "MISSED", g.on.what.c_str(), g.value, g.op.c_str(),
+                g.target, g.on.section.c_str());
+    ++judged;
+    met += g.met() ? 1 : 0;
   }
-  std::printf("%d of %zu goals met\n", static_cast<int>(report.goals().size()) - missed, report.goals().size());
+  std::printf("%d of %d goals met", met, judged);
+  if (const auto left = static_cast<int>(report.goals().size()) - judged; left > 0)
+    std::printf(" (%d more, on PyTorch's figures, are judged by tools/plot-perf)", left);
+  std::printf("\n");
   return report.write(json) ? 0 : 1;
 }

@@ -79,7 +79,10 @@ void buckets_section(Report& report, cudaStream_t stream) {
       separate += static_cast<double>(own[i].pool().reserved_bytes()) / kMiB;
     }
     const std::string v = n == kLargest.back()
-                              ? report.goal("buckets", fmt::format("{} bucket graphs in one cache / the largest alone, memory", n),
+                              ? report.goal({"buckets", "cache_vs_largest",
+                                           fmt::format("{} bucket graphs in one cache / the largest alone, memory",
+                                                       n),
+                                           "graphs", n},
                                             shared / alone, "<=", 1.2)
                               : "";
     std::printf("%8d %9.1f MiB %11.1f MiB %9.1f MiB %10.3f %s\n", n, shared, alone, separate, shared / alone, v.c_str());

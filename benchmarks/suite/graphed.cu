@@ -115,10 +115,18 @@ void graphed_section(Report& report, cudaStream_t stream) {
     const double vs_bare = f.graphed / f.bare, vs_staging = f.graphed / f.staging;
     std::string verdicts;
     // The goals are stated at 16 inputs; the ratio to a bare launch is checked at every size.
-    verdicts += report.goal("graphed", fmt::format("call / bare launch host cost, {} input{}", n, n == 1 ? "" : "s"), vs_bare, "<=", 1.3);
+    verdicts += report.goal({"graphed", "call_vs_bare",
+                             fmt::format("call / bare launch host cost, {} input{}", n, n == 1 ? "" : "s"),
+                             "inputs", n},
+                            vs_bare, "<=", 1.3);
     if (n == 16) {
       verdicts += " ";
-      verdicts += report.goal("graphed", "call / hand-written staging host cost, 16 inputs", vs_staging, "<=", 0.1);
+      verdicts += report.goal(
+          {"graphed", "call_vs_staging", "call / hand-written staging host cost, 16 inputs", "inputs", n}, vs_staging,
+          "<=", 0.1);
+      report.torch_goal({"graphed", "torch_call_vs_call",
+                         "PyTorch make_graphed_callables call / GraphedCallable call, 16 inputs", "inputs", n},
+                        "torch_graphed_us", "graphed_us", ">=", 50.0);
     }
     std::printf("%6d %9.2f us %9.2f us %9.2f us %10.3f %10.3f %8s %8s | %.2f / %.2f / %.2f us\n", n, f.graphed,
                 f.staging, f.bare, vs_bare, vs_staging, n == 16 ? "1.3, 0.1" : "<= 1.3", verdicts.c_str(),

@@ -55,7 +55,10 @@ void replay_section(Report& report, cudaStream_t stream) {
                                   [&] { cugraphs::check(cudaGraphLaunch(exec, stream), "cudaGraphLaunch"); }},
                                  batch_for(n), count);
     const double ratio = m[0] / m[1];
-    const std::string v = report.goal("replay_host", fmt::format("replay() / cudaGraphLaunch host cost, {} node{}", n, n == 1 ? "" : "s"),
+    const std::string v = report.goal({"replay_host", "replay_vs_launch",
+                                       fmt::format("replay() / cudaGraphLaunch host cost, {} node{}", n,
+                                                   n == 1 ? "" : "s"),
+                                       "nodes", n},
                                       ratio, "<=", 1.05);
     std::printf("%8d %11.3f us %11.3f us %8.3f %8s %s\n", n, m[0], m[1], ratio, "<= 1.05", v.c_str());
     nodes.push_back(n);
