@@ -110,7 +110,7 @@ public:
   ~ConditionalScope() noexcept(false) {
     if (!open_) return;
     detail::CaptureSession* s = detail::CaptureSession::find(capture_id_);
-    if (s == nullptr || !s->is_open(frame_id_)) return;
+    if (s == nullptr || !s->frames.is_open(frame_id_)) return;
     if (std::uncaught_exceptions() > uncaught_) {
       s->owner->capture_abort();  // leaving by exception discards the whole capture
     } else {
@@ -141,7 +141,7 @@ public:
   /// ending a scope twice.
   void end() {
     if (!open_) detail::throw_misuse(op(), "this conditional scope has already ended");
-    session().close_conditional(frame_id_, op());
+    session().conditional([&](detail::ConditionalFrames& f) { f.close(frame_id_, op()); });
     open_ = false;
   }
 
@@ -151,7 +151,7 @@ public:
     requires std::same_as<Kind, While>
   {
     (void)frame();  // a closed scope says so before a null flag does
-    session().set_refresh(frame_id_, pred, op());
+    session().conditional([&](detail::ConditionalFrames& f) { f.set_refresh(frame_id_, pred, op()); });
   }
 
   /// IfElse: ends the then-body and captures the else-body. Once only.
@@ -159,14 +159,14 @@ public:
     requires std::same_as<Kind, IfElse>
   {
     if (frame().captured[1]) detail::throw_misuse(op(), "otherwise() was already called");
-    session().switch_body(frame_id_, 1, op());
+    session().conditional([&](detail::ConditionalFrames& f) { f.switch_body(frame_id_, 1, op()); });
   }
 
   /// Switch: ends the active case, if any, and captures case `i`. Each case at most once.
   void case_(unsigned i)
     requires std::same_as<Kind, Switch>
   {
-    session().switch_body(frame_id_, i, op());
+    session().conditional([&](detail::ConditionalFrames& f) { f.switch_body(frame_id_, i, op()); });
   }
 
 private:
@@ -193,13 +193,13 @@ private:
   // The capture this scope belongs to, while it is open on this thread.
   detail::CaptureSession& session() const {
     detail::CaptureSession* s = detail::CaptureSession::find(capture_id_);
-    if (s == nullptr)
+    if (s == nullptr || !s->is_open())
       detail::throw_misuse(op(), "this conditional scope is closed (or its capture was aborted): no capture is "
                                  "open on this graph");
     return *s;
   }
 
-  detail::ConditionalFrame& frame() const { return session().frame(frame_id_, op()); }
+  detail::ConditionalFrame& frame() const { return session().frames.frame(frame_id_, op()); }
 
   std::uint64_t capture_id_;
   std::uint64_t frame_id_ = 0;

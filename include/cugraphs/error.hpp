@@ -194,11 +194,12 @@ namespace detail {
   }
 }
 
-// The message for a failed CUDA call.
-[[nodiscard]] inline std::string cuda_message(cudaError_t e, std::string_view operation,
-                                              std::string_view mode = {}) {
-  return detail::format("cugraphs: {} failed: {} ({}).{}", operation, cudaGetErrorName(e), cudaGetErrorString(e),
-                error_hint(e, mode));
+// The message for a failed CUDA call: the cause and remedy are error_hint's, or `hint`
+// where the caller knows better (the escape check names the legacy default stream).
+[[nodiscard]] inline std::string cuda_message(cudaError_t e, std::string_view operation, std::string_view mode = {},
+                                              std::string_view hint = {}) {
+  return detail::format("cugraphs: {} failed: {} ({}).{}{}", operation, cudaGetErrorName(e), cudaGetErrorString(e),
+                        hint.empty() ? error_hint(e, mode) : std::string(" "), hint);
 }
 
 // Reports a failed CUDA call. The error is also taken off the thread's last-error slot
@@ -209,12 +210,29 @@ namespace detail {
   raise(Error(e, cuda_message(e, operation, mode)));
 }
 
+// An error cugraphs words itself (misuse, or a CUDA refusal it explains better than the
+// generic hint): "cugraphs: OPERATION: TEXT", with `code` as Error::code().
+template <class... Args>
+[[noreturn]] void throw_error(cudaError_t code, std::string_view operation, format_string<Args...> text,
+                              const Args&... args) {
+  std::string message = detail::format("cugraphs: {}: ", operation);
+  detail::format_to(message, text, args...);
+  raise(Error(code, message));
+}
+
+// The failure of another library's call (NCCL, cuBLAS): its own error name and text; code()
+// stays cudaSuccess, since the failure is not a CUDA runtime error.
+// `status` names the failure ("NCCL error 3", "CUBLAS_STATUS_NOT_INITIALIZED"), `text`
+// says it in words, `more` adds what the library logged.
+[[noreturn]] inline void throw_library(std::string_view operation, std::string_view status, std::string_view text,
+                                       std::string_view more = {}) {
+  raise(Error(detail::format("cugraphs: {} failed: {} ({}){}", operation, status, text, more)));
+}
+
 // Misuse detected by cugraphs itself: code() is cudaSuccess.
 template <class... Args>
 [[noreturn]] void throw_misuse(std::string_view operation, format_string<Args...> text, const Args&... args) {
-  std::string message = detail::format("cugraphs: {}: ", operation);
-  detail::format_to(message, text, args...);
-  raise(Error(message));
+  throw_error(cudaSuccess, operation, text, args...);
 }
 
 inline void check(cudaError_t e, std::string_view operation) {

@@ -265,20 +265,20 @@ public:
     // One pass over the leaves checks each and writes its address into the next launch's
     // slot. A leaf that fails its check throws before the slot is published, so the slot,
     // written in part, is never seen by the device: the next call writes it afresh.
-    const std::span<unsigned long long> slot = graph_.staging_slot(stream, op);
     std::uint64_t copies = 0;
-    [[maybe_unused]] auto stage_leaf = [&](std::size_t i, auto leaf) {
-      detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op, names_.leaf);
-      if (checked_pool_) [[unlikely]]
-        checked_pool_->check_read(leaf.data(), leaf.size_bytes(), op);
-      const void* src = leaf.data();
-      const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
-      slot[i] = copy ? reinterpret_cast<std::uintptr_t>(src) : 0;
-      copies += copy ? 1 : 0;
-    };
-    [[maybe_unused]] std::size_t next = 0;  // unused without inputs
-    (detail::visit_leaves(inputs, next, stage_leaf), ...);
-    graph_.replay(stream, true);  // publishes the slot (its tag last), then launches
+    graph_.replay_staged(stream, [&](std::span<unsigned long long> slot) {
+      [[maybe_unused]] auto stage_leaf = [&](std::size_t i, auto leaf) {
+        detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op, names_.leaf);
+        if (checked_pool_) [[unlikely]]
+          checked_pool_->check_read(leaf.data(), leaf.size_bytes(), op);
+        const void* src = leaf.data();
+        const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
+        slot[i] = copy ? reinterpret_cast<std::uintptr_t>(src) : 0;
+        copies += copy ? 1 : 0;
+      };
+      [[maybe_unused]] std::size_t next = 0;  // unused without inputs
+      (detail::visit_leaves(inputs, next, stage_leaf), ...);
+    }, op);
     ++calls_;
     copies_ += copies;
     return *outputs_;

@@ -1,5 +1,6 @@
-// Device memory: graph-private pools (PoolHandle), owning buffers (DeviceBuffer) and
-// non-owning views (DeviceSpan).
+// Device memory: graph-private pools (PoolHandle, graph_pool_handle) and owning buffers
+// (DeviceBuffer, allocate), which draw from the pool of a capture open on their thread.
+// DeviceSpan, the non-owning view, is span.hpp's.
 #pragma once
 
 #include <cugraphs/config.hpp>

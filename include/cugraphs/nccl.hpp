@@ -41,8 +41,7 @@ inline void check(ncclResult_t r, std::string_view op) {
   if (r == ncclInvalidUsage || r == ncclInvalidArgument) detail_text = detail::format(": {}", ncclGetLastError(nullptr));
 #endif
   // code() stays cudaSuccess: the failure is NCCL's, named in the message.
-  detail::raise(Error(detail::format("cugraphs: {}: NCCL error {} ({}){}", op, static_cast<int>(r),
-                                     ncclGetErrorString(r), detail_text)));
+  detail::throw_library(op, detail::format("NCCL error {}", static_cast<int>(r)), ncclGetErrorString(r), detail_text);
 }
 
 /// NCCL's data type for T.

@@ -11,18 +11,20 @@
 #include <cugraphs/memory.hpp>
 
 #include <cstdint>
-#include <deque>
 #include <limits>
 #include <memory>
 #include <mutex>
+#include <vector>
 
 namespace cugraphs {
 
 /// What a kernel needs to draw from Philox; passed by value. Use rng::unpack in device code.
 struct PhiloxArgs {
   std::uint64_t seed = 0;                 ///< eager: the seed
-  std::uint64_t offset = 0;               ///< eager: the offset; captured: added to the graph's
-  const std::uint64_t* base = nullptr;    ///< captured: the graph-owned (seed, offset) pair
+  /// eager: the offset; captured: this draw's offset inside the graph, added to the offset
+  /// the graph's words hold at each launch
+  std::uint64_t offset = 0;
+  const std::uint64_t* base = nullptr;  ///< captured: the graph-owned (seed, offset) pair
 };
 
 namespace rng {
@@ -95,7 +97,7 @@ public:
                            increment);
     const std::uint64_t reserved = detail::round_up(increment == 0 ? 1 : increment, 4);
     if (auto* ctx = detail::innermost_capture()) {
-      if (!ctx->conditionals.empty())
+      if (!ctx->frames.open_frames().empty())
         detail::throw_misuse(op, "random numbers cannot be drawn inside a conditional body: its "
                                  "kernels may run several times per replay with the same arguments "
                                  "and would repeat numbers; draw outside the conditional scope");
@@ -127,12 +129,15 @@ private:
 /// The default generator of `device` (seeded with Generator::kDefaultSeed).
 [[nodiscard]] inline Generator& default_generator(int device) {
   static std::mutex m;
-  static auto* generators = new std::deque<Generator>;  // never destroyed; stable addresses
+  // Never destroyed; each Generator keeps its address.
+  static auto* generators = new std::vector<std::unique_ptr<Generator>>;
   std::lock_guard lock(m);
   if (device < 0 || device >= detail::device_count())
     detail::throw_cuda(cudaErrorInvalidDevice, detail::format("default_generator({}): no such device", device));
-  while (generators->size() <= static_cast<std::size_t>(device)) generators->emplace_back();
-  return (*generators)[static_cast<std::size_t>(device)];
+  const auto index = static_cast<std::size_t>(device);
+  if (generators->size() <= index) generators->resize(index + 1);
+  if (!(*generators)[index]) (*generators)[index] = std::make_unique<Generator>();
+  return *(*generators)[index];
 }
 
 /// The default generator of the current device.

@@ -146,12 +146,35 @@ public:
 
 namespace detail {
 
+// The current streams a capture has set on its thread, as one stack: a CaptureScope pushes
+// the capture stream, each conditional body its body stream; popping restores what the push
+// found, and restore() what the first push found.
+class CurrentStreamStack {
+public:
+  void push(cudaStream_t s) {
+    saved_.push_back(tls_current_stream);
+    set_current_stream(s);
+  }
+  void pop() noexcept {
+    if (saved_.empty()) return;
+    set_current_stream(saved_.back());
+    saved_.pop_back();
+  }
+  void restore() noexcept {
+    if (!saved_.empty()) set_current_stream(saved_.front());
+    saved_.clear();
+  }
+
+private:
+  std::vector<cudaStream_t> saved_;  // current streams before each push, oldest first
+};
+
 // The streams cugraphs keeps per thread: the capture stream of each device, a stream per
 // conditional nesting depth for bodies, and a blocking escape guard per capture depth.
 enum class ThreadStream : unsigned char { Capture, Body, EscapeGuard };
 
 // This thread's stream of `role` on `device` at nesting `depth`, made on first use and kept
-// for the thread's life. Escape guards are blocking streams (see CaptureSession::fork_guard:
+// for the thread's life. Escape guards are blocking streams (see CaptureSession's escape guard:
 // while one captures, CUDA refuses legacy-stream work), the others non-blocking.
 [[nodiscard]] inline cudaStream_t thread_stream(ThreadStream role, int device, std::size_t depth = 0) {
   struct Entry {

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/format.hpp>
+#include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/error.hpp>
+#include <cugraphs/stream.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -108,6 +111,10 @@ template <class... P>
 
 namespace detail {
 
+// Whether V converts to P as P{v} would, without narrowing.
+template <class V, class P>
+concept converts_without_narrowing = requires(const V& v) { P{v}; };
+
 [[nodiscard]] constexpr UpdateFailure to_failure(cudaGraphExecUpdateResult r) noexcept {
   switch (r) {
     case cudaGraphExecUpdateSuccess: return UpdateFailure::None;
@@ -138,6 +145,45 @@ namespace detail {
   }
 }
 
+// All arguments of a kernel taking P..., from `args` (Graph::set_kernel_args).
+template <class... P, class... A>
+[[nodiscard]] std::tuple<std::remove_cvref_t<P>...> all_kernel_args(const A&... args) {
+  static_assert(sizeof...(A) == sizeof...(P),
+                "cugraphs: Graph::set_kernel_args takes one argument per parameter of the node's kernel");
+  static_assert((std::is_convertible_v<const A&, std::remove_cvref_t<P>> && ...),
+                "cugraphs: Graph::set_kernel_args: every argument must convert to its kernel parameter's type");
+  return {static_cast<std::remove_cvref_t<P>>(args)...};
+}
+
+// The arguments `node` runs with now, with arguments I... replaced by `values`
+// (Graph::set_kernel_arg).
+template <std::size_t... I, class... P, class... V>
+[[nodiscard]] typename KernelNode<P...>::Arguments some_kernel_args(const KernelNode<P...>& node, const V&... values) {
+  static_assert(sizeof...(I) == sizeof...(V), "cugraphs: Graph::set_kernel_arg<I...> takes one value per index");
+  static_assert(((I < sizeof...(P)) && ...),
+                "cugraphs: Graph::set_kernel_arg<I...>: an index is not a parameter of the node's kernel");
+  using Args = typename KernelNode<P...>::Arguments;
+  static_assert((converts_without_narrowing<V, std::tuple_element_t<I, Args>> && ...),
+                "cugraphs: Graph::set_kernel_arg<I...>: each value must convert to its kernel parameter's type "
+                "without narrowing (is the index right? write 1.0f for a float parameter)");
+  auto args = node.arguments();
+  ((std::get<I>(args) = static_cast<std::tuple_element_t<I, Args>>(values)), ...);
+  return args;
+}
+
+// Calls `fn` with the launch parameters `launch`, the kernel's arguments being `values`.
+template <class... T, class Fn>
+void with_kernel_params(cudaKernelNodeParams launch, std::tuple<T...>& values, Fn&& fn) {
+  std::apply(
+      [&](auto&... value) {
+        void* params[sizeof...(T) + 1] = {static_cast<void*>(std::addressof(value))..., nullptr};
+        cudaKernelNodeParams p = launch;
+        p.kernelParams = params;
+        fn(p);
+      },
+      values);
+}
+
 // Whether a kernel node's function (as cudaGraphKernelNodeGetParams gives it back) is the
 // __global__ function `kernel`: the runtime may return the function's host handle, its
 // driver function or its cudaKernel_t.
@@ -164,25 +210,71 @@ template <class... D, std::size_t... I>
   return std::tuple<D...>{one.template operator()<D>(I)...};
 }
 
-// The nodes of `g` in the order they were added (captured).
-[[nodiscard]] inline std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g, std::string_view op) {
-  std::size_t n = 0;
-  check(cudaGraphGetNodes(g, nullptr, &n), "{}: cudaGraphGetNodes", op);
-  std::vector<cudaGraphNode_t> nodes(n);
-  if (n != 0) check(cudaGraphGetNodes(g, nodes.data(), &n), "{}: cudaGraphGetNodes", op);
-  nodes.resize(n);
-  return nodes;
-}
-
-// Where `node` stands among the nodes of `g`, searched from the newest; none when it is not
-// one of them (a node inside a conditional body, say).
-[[nodiscard]] inline std::optional<std::size_t> node_index(cudaGraph_t g, cudaGraphNode_t node, std::string_view op) {
-  const auto nodes = graph_nodes(g, op);
-  for (std::size_t i = nodes.size(); i-- > 0;)
-    if (nodes[i] == node) return i;
-  return std::nullopt;
-}
-
 }  // namespace detail
+
+/// The kernel node just captured on `stream`, a capture stream open on this thread: the
+/// handle Graph::set_kernel_args changes that node's arguments with. Call it right after
+/// the launch; an Error says what went wrong when the stream's last node is not a launch of
+/// `kernel` (another node type, another kernel, several nodes joined from other streams),
+/// and for streams that capture conditional bodies, whose nodes cannot be changed this way.
+template <class... P>
+[[nodiscard]] KernelNode<P...> captured_kernel_node(void (*kernel)(P...), cudaStream_t stream) {
+  constexpr std::string_view op = "captured_kernel_node";
+  const detail::CaptureSession* capture = nullptr;
+  for (const auto* c : detail::tls_captures) {
+    if (c->stream == stream) capture = c;
+    for (const auto& f : c->frames.open_frames())
+      if (f.stream == stream && f.active >= 0)
+        detail::throw_misuse(op, "the stream captures a conditional body; nodes inside conditional bodies "
+                                 "cannot be changed in the executable: take nodes of the top-level capture");
+  }
+  const auto info = detail::capture_info(stream, op);
+  if (capture == nullptr && info.status == cudaStreamCaptureStatusActive) {
+    // A stream forked from a capture's stream (it waited on an event recorded there): it
+    // captures into that capture's graph.
+    for (const auto* c : detail::tls_captures)
+      if (detail::capture_info(c->stream, op).graph == info.graph) capture = c;
+  }
+  if (capture == nullptr)
+    detail::throw_misuse(op, "the stream is not capturing for a capture open on this thread (CaptureScope::"
+                             "stream(), or a stream forked from it); take the node right after its launch is "
+                             "captured");
+  if (info.status != cudaStreamCaptureStatusActive)
+    detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op);
+  if (info.count != 1)
+    detail::throw_misuse(op, "the capture does not end in one node on this stream (it ends in {}: nothing "
+                             "captured yet, or work joined from other streams); take the node right after "
+                             "the kernel's launch",
+                         info.count);
+  const cudaGraphNode_t node = info.deps[0];
+  cudaGraphNodeType type{};
+  detail::check(cudaGraphNodeGetType(node, &type), "{}: cudaGraphNodeGetType", op);
+  if (type != cudaGraphNodeTypeKernel)
+    detail::throw_misuse(op, "the last node captured on the stream is a {} node, not a kernel launch",
+                         detail::node_type_name(type));
+  cudaKernelNodeParams p{};
+  detail::check(cudaGraphKernelNodeGetParams(node, &p), "{}: cudaGraphKernelNodeGetParams", op);
+  if (!detail::same_kernel(p.func, reinterpret_cast<const void*>(kernel)))
+    detail::throw_misuse(op, "the last kernel node captured on the stream runs another kernel than the one given");
+  const auto index = detail::node_index(info.graph, node, op);
+  if (!index) detail::throw_misuse(op, "the node is not among its graph's nodes");
+  KernelNode<P...> k;
+  k.node_ = node;
+  k.capture_ = capture->id;
+  k.index_ = *index;
+  k.launch_.func = reinterpret_cast<void*>(kernel);  // the form the runtime takes back
+  k.launch_.gridDim = p.gridDim;
+  k.launch_.blockDim = p.blockDim;
+  k.launch_.sharedMemBytes = p.sharedMemBytes;
+  k.args_ = std::make_shared<typename KernelNode<P...>::Arguments>(
+      detail::read_kernel_args<std::remove_cvref_t<P>...>(p.kernelParams, std::index_sequence_for<P...>{}));
+  return k;
+}
+
+/// The same on current_stream(), which is the capture stream inside a CaptureScope.
+template <class... P>
+[[nodiscard]] KernelNode<P...> captured_kernel_node(void (*kernel)(P...)) {
+  return captured_kernel_node(kernel, current_stream());
+}
 
 }  // namespace cugraphs

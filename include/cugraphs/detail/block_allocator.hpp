@@ -9,7 +9,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
-#include <set>
 #include <span>
 #include <utility>
 #include <vector>
@@ -205,7 +204,27 @@ private:
   }
 
   std::vector<Segment> segments_;
-  std::set<Block*, BySizeThenAddress> free_;
+  // The free blocks in best-fit order, as a sorted vector: a pool has at most a few
+  // thousand, and <set> would cost every translation unit that includes cugraphs its
+  // compile time.
+  class FreeList {
+  public:
+    using iterator = std::vector<Block*>::iterator;
+    [[nodiscard]] iterator lower_bound(const Block* probe) {
+      return std::lower_bound(blocks_.begin(), blocks_.end(), probe, BySizeThenAddress{});
+    }
+    [[nodiscard]] iterator end() noexcept { return blocks_.end(); }
+    void insert(Block* b) { blocks_.insert(lower_bound(b), b); }
+    void erase(iterator it) { blocks_.erase(it); }
+    void erase(const Block* b) {
+      if (const auto it = lower_bound(b); it != blocks_.end() && *it == b) blocks_.erase(it);
+    }
+    [[nodiscard]] std::size_t size() const noexcept { return blocks_.size(); }
+
+  private:
+    std::vector<Block*> blocks_;
+  };
+  FreeList free_;
   std::size_t reserved_ = 0;
   std::size_t allocated_ = 0;
 };

@@ -1,5 +1,7 @@
-// Small RAII guards around per-thread CUDA state: the current device and the thread's
-// stream-capture mode.
+// The device side of the host API: device and stream queries, RAII guards around per-thread
+// CUDA state (the current device, the thread's stream-capture mode), the check that kernels
+// can read a pointer, and device memory kept outside every pool (private_device_memory,
+// PrivateArray).
 #pragma once
 
 #include <cugraphs/error.hpp>
@@ -9,7 +11,6 @@
 #include <cstdint>
 #include <memory>
 #include <string_view>
-#include <vector>
 
 namespace cugraphs::detail {
 
@@ -95,35 +96,6 @@ private:
   RelaxedCaptureMode relaxed;
   check(cudaStreamGetDevice(stream, &device), "{}: cudaStreamGetDevice (is the stream alive?)", op);
   return device;
-}
-
-// Whether `p` lies in an allocation made by a memory-allocation node of `graph` or of a
-// child graph inside it. During a capture, cudaMallocAsync returns such an address before
-// any physical memory backs it, and cudaPointerGetAttributes reports it as unregistered.
-// Querying a graph that is being captured into is allowed; only destroying it or removing
-// nodes is not.
-[[nodiscard]] inline bool graph_allocates(cudaGraph_t graph, const void* p, std::string_view op) {
-  std::size_t count = 0;
-  check(cudaGraphGetNodes(graph, nullptr, &count), "{}: cudaGraphGetNodes", op);
-  std::vector<cudaGraphNode_t> nodes(count);
-  if (count != 0)
-    check(cudaGraphGetNodes(graph, nodes.data(), &count), "{}: cudaGraphGetNodes", op);
-  const auto address = reinterpret_cast<std::uintptr_t>(p);
-  for (std::size_t i = 0; i < count; ++i) {
-    cudaGraphNodeType type{};
-    check(cudaGraphNodeGetType(nodes[i], &type), "{}: cudaGraphNodeGetType", op);
-    if (type == cudaGraphNodeTypeMemAlloc) {
-      cudaMemAllocNodeParams params{};
-      check(cudaGraphMemAllocNodeGetParams(nodes[i], &params), "{}: cudaGraphMemAllocNodeGetParams", op);
-      const auto base = reinterpret_cast<std::uintptr_t>(params.dptr);
-      if (address >= base && address - base < params.bytesize) return true;
-    } else if (type == cudaGraphNodeTypeGraph) {
-      cudaGraph_t child = nullptr;
-      check(cudaGraphChildGraphNodeGetGraph(nodes[i], &child), "{}: cudaGraphChildGraphNodeGetGraph", op);
-      if (graph_allocates(child, p, op)) return true;
-    }
-  }
-  return false;
 }
 
 // Refuses a pointer that kernels on `device` cannot read because it is plain (pageable,

@@ -17,17 +17,16 @@
 #pragma once
 
 #include <cugraphs/detail/device.hpp>
+#include <cugraphs/detail/pause.hpp>
 #include <cugraphs/error.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <atomic>
-#include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 
 namespace cugraphs::detail {
@@ -123,7 +122,7 @@ public:
   /// idle, is reported once, and the posts given up: the device will not finish them.
   void wait_all(std::string_view op) noexcept {
     if (words_ == nullptr || abandoned_) return;
-    for (unsigned i = 0; i < Waiter::kYields && done() < posted_; ++i) std::this_thread::yield();
+    for (unsigned i = 0; i < Waiter::kYields && done() < posted_; ++i) yield_thread();
     if (done() >= posted_) return;
     cudaError_t e = cudaSuccess;
     {
@@ -158,25 +157,25 @@ private:
     [[nodiscard]] bool due() const noexcept { return spins_ % 256 == 0 || spins_ > kYields; }
     void pause() noexcept {
       if (++spins_ <= kYields)
-        std::this_thread::yield();
+        yield_thread();
       else
-        std::this_thread::sleep_for(std::chrono::microseconds(50));
+        sleep_microseconds(50);
     }
     [[nodiscard]] bool stalled(bool idle) noexcept {
       if (!idle) {
         idle_ = false;
         return false;
       }
-      const auto now = std::chrono::steady_clock::now();
+      const std::int64_t now = monotonic_ns();
       if (!idle_) idle_since_ = now;
       idle_ = true;
-      return now - idle_since_ >= std::chrono::milliseconds(20);
+      return now - idle_since_ >= 20'000'000;  // 20 ms
     }
 
   private:
     unsigned spins_ = 1;
     bool idle_ = false;  // the stream was idle at every look since idle_since_
-    std::chrono::steady_clock::time_point idle_since_{};
+    std::int64_t idle_since_ = 0;  // ns
   };
 
   [[nodiscard]] static std::string lost_message(std::uint64_t lost) {

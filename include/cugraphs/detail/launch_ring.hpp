@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cugraphs/detail/device.hpp>
+#include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/detail/host_ring.hpp>
 #include <cugraphs/detail/launchers.hpp>
 #include <cugraphs/error.hpp>
@@ -102,12 +103,12 @@ public:
   // known, and captures the tail. Returns the launch's error (an invalidated capture fails
   // it; cudaStreamEndCapture then says why); throws when the ring cannot be made.
   [[nodiscard]] cudaError_t capture_tail(cudaStream_t stream, std::string_view op) {
-    const RingTailLauncher launch = ring_tail_launcher.load(std::memory_order_acquire);
-    if (launch == nullptr) throw_needs_nvcc(op, "a graph that draws random numbers or stages inputs");
+    const RingTailLauncher tail = ring_tail_launcher.load(std::memory_order_acquire);
+    if (tail == nullptr) throw_needs_nvcc(op, "a graph that draws random numbers or stages inputs");
     ring_ = HostRing(kSlots, width(), "the per-launch ring");
     args_ = {ring_.data(), kSlots, width(), static_cast<unsigned>(uses_.size()), leaves_, values(),
              static_cast<const void**>(sources_.get()), control(), ring_.done_word()};
-    const cudaError_t e = launch(args_, stream);
+    const cudaError_t e = tail(args_, stream);
     if (e != cudaSuccess) (void)cudaGetLastError();
     return e;
   }
@@ -140,44 +141,44 @@ public:
     kp.gridDim = dim3(1);
     kp.blockDim = dim3(head_threads(args_));
     kp.kernelParams = params;
-    std::size_t n = 0;
-    check(cudaGraphGetRootNodes(g, nullptr, &n), "{}: cudaGraphGetRootNodes", op);
-    std::vector<cudaGraphNode_t> roots(n);
-    if (n != 0) check(cudaGraphGetRootNodes(g, roots.data(), &n), "{}: cudaGraphGetRootNodes", op);
+    const auto roots = graph_nodes(g, op, true);
     cudaGraphNode_t head = nullptr;
     check(cudaGraphAddKernelNode(&head, g, nullptr, 0, &kp), "{}: cudaGraphAddKernelNode", op);
-    for (cudaGraphNode_t root : roots) {
-#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-      check(cudaGraphAddDependencies(g, &head, &root, nullptr, 1), "{}: cudaGraphAddDependencies", op);
-#else
-      check(cudaGraphAddDependencies(g, &head, &root, 1), "{}: cudaGraphAddDependencies", op);
-#endif
-    }
+    for (cudaGraphNode_t root : roots) add_edge(g, head, root, op);
   }
 
   // ---- every launch
 
-  // Waits until the next launch's slot is free and returns its staging words (one a leaf).
-  // The slot stays this launch's until post() publishes it.
-  [[nodiscard]] std::span<unsigned long long> staging_slot(cudaStream_t stream, std::string_view op) {
-    return {ring_.next_slot(stream, op) + 1 + 2 * uses_.size(), leaves_};
+  // One launch, as one transaction: waits until the next slot is free; lets `stage` write the
+  // launch's input-address words (one a leaf, 0 for an input not copied; `stage` may throw,
+  // and then nothing is published); then, inside `guard` (which runs what it is given, for
+  // a checked pool under the pool's lock and checks), writes each generator's (seed,
+  // offset), advancing it by what a launch draws, publishes the slot (its tag last) and
+  // calls `go`, which launches or throws. A launch that throws takes its post back (the
+  // generators stay advanced).
+  template <class Stage, class Guard, class Go>
+  void launch(cudaStream_t stream, Stage&& stage, Guard&& guard, Go&& go, std::string_view op) {
+    unsigned long long* slot = ring_.next_slot(stream, op);
+    stage(std::span<unsigned long long>(slot + 1 + 2 * uses_.size(), leaves_));
+    guard([&] {
+      for (std::size_t i = 0; i < uses_.size(); ++i) {
+        const auto [seed, offset] = uses_[i].generator->take(uses_[i].increment);
+        slot[1 + 2 * i] = seed;
+        slot[2 + 2 * i] = offset;
+      }
+      ring_.publish(slot);
+      CUGRAPHS_TRY {
+        go();
+      } CUGRAPHS_CATCH_ALL {
+        ring_.withdraw();
+        CUGRAPHS_RETHROW;
+      }
+      ring_.launched(stream);
+    });
   }
 
-  // Fills the rest of the next slot (each generator's (seed, offset), advancing it by what
-  // a launch draws; with `staged` false, no input to copy) and publishes it.
-  void post(cudaStream_t stream, bool staged, std::string_view op) {
-    unsigned long long* slot = ring_.next_slot(stream, op);
-    for (std::size_t i = 0; i < uses_.size(); ++i) {
-      const auto [seed, offset] = uses_[i].generator->take(uses_[i].increment);
-      slot[1 + 2 * i] = seed;
-      slot[2 + 2 * i] = offset;
-    }
-    if (!staged && leaves_ != 0) std::memset(slot + 1 + 2 * uses_.size(), 0, leaves_ * sizeof(unsigned long long));
-    ring_.publish(slot);
-  }
-  void launched(cudaStream_t stream) noexcept { ring_.launched(stream); }
-  // Takes back the post of a launch that failed: its tag goes, the slot is free again.
-  void withdraw() noexcept { ring_.withdraw(); }
+  // Whether launches stage a graphed callable's inputs.
+  [[nodiscard]] bool stages() const noexcept { return sources_ != nullptr; }
 
   // Waits until every launch posted so far has finished (its tail has run).
   void wait_all(std::string_view op) noexcept { ring_.wait_all(op); }

@@ -1,6 +1,8 @@
-// Kernels the host API needs (setting a conditional handle from a device flag, the head and
-// tail of the per-launch ring, a graphed callable's staging copy) are compiled by nvcc in any translation unit that includes cugraphs under nvcc, which
-// registers them here; host code compiled by another compiler then reaches them too.
+// Where host code finds the kernels the host API launches (setting a conditional handle
+// from a device flag, the head and tail of the per-launch ring, a graphed callable's
+// staging copy). detail/kernels.cuh defines them and registers them here; nvcc compiles it
+// in every translation unit that includes cugraphs/graph.hpp, so host code compiled by any
+// compiler reaches them once the program holds one such translation unit.
 #pragma once
 
 #include <cugraphs/config.hpp>

@@ -1,9 +1,10 @@
 // The captured graph as an object of its own: NativeGraph owns a cudaGraph_t (shared by its
-// Graph and by export_dot's record of the most recent capture), with the words for node
-// types and instantiation failures and the DOT writer.
+// Graph and by export_dot's record of the most recent capture), with the words for
+// instantiation failures and the DOT writer.
 #pragma once
 
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -14,27 +15,6 @@
 #include <string_view>
 
 namespace cugraphs::detail {
-
-[[nodiscard]] constexpr std::string_view node_type_name(cudaGraphNodeType t) noexcept {
-  switch (t) {
-    case cudaGraphNodeTypeKernel: return "kernel";
-    case cudaGraphNodeTypeMemcpy: return "memcpy";
-    case cudaGraphNodeTypeMemset: return "memset";
-    case cudaGraphNodeTypeHost: return "host function";
-    case cudaGraphNodeTypeGraph: return "child graph";
-    case cudaGraphNodeTypeEmpty: return "empty";
-    case cudaGraphNodeTypeWaitEvent: return "event wait";
-    case cudaGraphNodeTypeEventRecord: return "event record";
-    case cudaGraphNodeTypeExtSemaphoreSignal: return "external semaphore signal";
-    case cudaGraphNodeTypeExtSemaphoreWait: return "external semaphore wait";
-    case cudaGraphNodeTypeMemAlloc: return "memory allocation";
-    case cudaGraphNodeTypeMemFree: return "memory free";
-#if CUGRAPHS_HAS_CONDITIONAL_NODES
-    case cudaGraphNodeTypeConditional: return "conditional";
-#endif
-    default: return "unknown";
-  }
-}
 
 // Why cudaGraphInstantiateWithParams failed, in words.
 [[nodiscard]] inline std::string instantiate_failure(cudaError_t e, const cudaGraphInstantiateParams& p) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <mutex>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace cugraphs::detail {
@@ -199,6 +200,56 @@ private:
   std::atomic<int> graphs_{0};
   std::unique_ptr<PoolChecks> checks_;  // checked mode only
   std::uint64_t serial_ = 0;            // allocations handed out (checked mode)
+};
+
+// A graph's share of a pool: the pool it captured into, held attached (segments are not
+// trimmed while graphs refer to the pool), and in checked mode the capture the pool knows
+// the graph by. Move-only; release() lets go of both.
+class PoolShare {
+public:
+  PoolShare() = default;
+  ~PoolShare() { release(); }
+  PoolShare(PoolShare&& o) noexcept : pool_(std::move(o.pool_)), checked_(std::exchange(o.checked_, 0)) {}
+  PoolShare& operator=(PoolShare&& o) noexcept {
+    if (this != &o) {
+      release();
+      pool_ = std::move(o.pool_);
+      checked_ = std::exchange(o.checked_, 0);
+    }
+    return *this;
+  }
+  PoolShare(const PoolShare&) = delete;
+  PoolShare& operator=(const PoolShare&) = delete;
+
+  void attach(std::shared_ptr<Pool> p) noexcept {
+    release();
+    p->attach_graph();
+    pool_ = std::move(p);
+  }
+  // The capture that produced the graph, recorded with a checked pool.
+  void register_capture(std::uint64_t capture) {
+    if (!pool_->checked()) return;
+    pool_->register_graph(capture);
+    checked_ = capture;
+  }
+  void release() noexcept {
+    if (!pool_) return;
+    if (checked_ != 0) pool_->forget_graph(std::exchange(checked_, 0));
+    pool_->detach_graph();
+    pool_.reset();
+  }
+
+  [[nodiscard]] const std::shared_ptr<Pool>& get() const noexcept { return pool_; }
+  // Whether launches go through the pool's checks (checked_launch).
+  [[nodiscard]] bool checked() const noexcept { return checked_ != 0; }
+  template <class Launch>
+  void checked_launch(cudaStream_t stream, Launch&& launch) {
+    pool_->checked_launch(checked_, stream, std::forward<Launch>(launch));
+  }
+
+private:
+  std::shared_ptr<Pool> pool_;
+  std::uint64_t checked_ = 0;
 };
 
 }  // namespace cugraphs::detail

@@ -18,11 +18,53 @@
 #include <algorithm>
 #include <cstdint>
 #include <initializer_list>
-#include <map>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace cugraphs::detail {
+
+// A map from capture ids to V as a sorted vector: a pool knows few graphs, and <map> would
+// cost every translation unit that includes cugraphs its compile time.
+template <class V>
+class IdMap {
+public:
+  using value_type = std::pair<std::uint64_t, V>;
+  using iterator = typename std::vector<value_type>::iterator;
+  using const_iterator = typename std::vector<value_type>::const_iterator;
+
+  [[nodiscard]] iterator begin() noexcept { return items_.begin(); }
+  [[nodiscard]] iterator end() noexcept { return items_.end(); }
+  [[nodiscard]] const_iterator begin() const noexcept { return items_.begin(); }
+  [[nodiscard]] const_iterator end() const noexcept { return items_.end(); }
+  [[nodiscard]] iterator find(std::uint64_t id) { return items_.begin() + std::as_const(*this).index_of(id); }
+  [[nodiscard]] const_iterator find(std::uint64_t id) const { return items_.begin() + index_of(id); }
+  V& operator[](std::uint64_t id) {
+    auto it = lower(id);
+    if (it == items_.end() || it->first != id) it = items_.insert(it, value_type{id, V{}});
+    return it->second;
+  }
+  iterator erase(iterator it) { return items_.erase(it); }
+  void erase(std::uint64_t id) {
+    if (const auto it = find(id); it != items_.end()) items_.erase(it);
+  }
+
+private:
+  iterator lower(std::uint64_t id) { return items_.begin() + lower_index(id); }
+  [[nodiscard]] std::ptrdiff_t lower_index(std::uint64_t id) const {
+    return std::lower_bound(items_.begin(), items_.end(), id,
+                            [](const value_type& a, std::uint64_t b) { return a.first < b; }) -
+           items_.begin();
+  }
+  // Where `id` is, or size() when absent.
+  [[nodiscard]] std::ptrdiff_t index_of(std::uint64_t id) const {
+    const std::ptrdiff_t i = lower_index(id);
+    return i != static_cast<std::ptrdiff_t>(items_.size()) && items_[static_cast<std::size_t>(i)].first == id
+               ? i
+               : static_cast<std::ptrdiff_t>(items_.size());
+  }
+  std::vector<value_type> items_;
+};
 
 struct AddressRange {
   std::uintptr_t begin = 0;
@@ -214,9 +256,9 @@ private:
 
   std::uint64_t pool_id_;
   std::uint64_t captured_ = 0;
-  std::map<std::uint64_t, std::vector<Allocation>> pending_;  // open captures
-  std::map<std::uint64_t, std::vector<Allocation>> ended_;    // ended, graph not yet registered
-  std::map<std::uint64_t, Record> graphs_;                    // by capture id
+  IdMap<std::vector<Allocation>> pending_;  // open captures
+  IdMap<std::vector<Allocation>> ended_;    // ended, graph not yet registered
+  IdMap<Record> graphs_;                    // by capture id
   std::vector<Overwrite> overwritten_;
 };
 

@@ -1,0 +1,92 @@
+// How a capture begins: CaptureMode, EscapeCheck and CaptureOptions.
+#pragma once
+
+#include <cugraphs/detail/device.hpp>
+#include <cugraphs/error.hpp>
+#include <cugraphs/memory.hpp>
+#include <cugraphs/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <optional>
+#include <string_view>
+
+namespace cugraphs {
+
+/// Which CUDA calls a capture forbids, and on which threads (cudaStreamCaptureMode).
+/// Global: unsafe calls (cudaMalloc, synchronous copies, synchronizes) are refused on every
+/// thread; ThreadLocal: only on the capturing thread; Relaxed: nowhere.
+enum class CaptureMode { Global, ThreadLocal, Relaxed };
+
+/// Whether a capture refuses work that escapes it through the legacy default stream (a
+/// kernel launched with <<<grid, block>>> and no stream, a synchronous cudaMemcpy or
+/// cudaMemset, a library call on stream 0) while it is open. Such work would run once,
+/// eagerly, at capture time and be missing from every replay. On: a blocking stream joins
+/// the capture, so CUDA refuses the work (cudaErrorStreamCaptureImplicit) and the capture
+/// fails with an Error that names the legacy default stream; this also refuses legacy-stream
+/// work of other threads while the capture is open. Auto: On in CaptureMode::Global, Off in
+/// ThreadLocal and Relaxed (whose point is to let other threads go on).
+enum class EscapeCheck { Auto, On, Off };
+
+/// How a capture begins. The defaults capture on this thread's capture_stream() of the
+/// current device, into a fresh private pool, in Global mode, refusing work that escapes to
+/// the legacy default stream.
+struct CaptureOptions {
+  std::optional<PoolHandle> pool;  ///< none: a fresh private pool
+  CaptureMode mode = CaptureMode::Global;
+  cudaStream_t stream = nullptr;  ///< nullptr: capture_stream(current device)
+  /// false: capture_end leaves the graph captured but not instantiated, for instantiate()
+  /// later or for Graph::update, which applies it to another graph's executable.
+  bool instantiate = true;
+  /// Whether legacy-default-stream work during the capture is refused (see EscapeCheck).
+  EscapeCheck escapes = EscapeCheck::Auto;
+};
+
+namespace detail {
+
+[[nodiscard]] constexpr cudaStreamCaptureMode to_cuda(CaptureMode m) noexcept {
+  switch (m) {
+    case CaptureMode::ThreadLocal: return cudaStreamCaptureModeThreadLocal;
+    case CaptureMode::Relaxed: return cudaStreamCaptureModeRelaxed;
+    default: return cudaStreamCaptureModeGlobal;
+  }
+}
+
+[[nodiscard]] constexpr std::string_view name(CaptureMode m) noexcept {
+  switch (m) {
+    case CaptureMode::ThreadLocal: return "ThreadLocal";
+    case CaptureMode::Relaxed: return "Relaxed";
+    default: return "Global";
+  }
+}
+
+// The stream and device a capture with `opts` begins on, once checked: the pool and the
+// stream belong to the current device, and the stream can capture and is not capturing.
+struct CaptureTarget {
+  cudaStream_t stream;
+  int device;
+};
+[[nodiscard]] inline CaptureTarget capture_target(const CaptureOptions& opts, std::string_view op) {
+  const int device = current_device();
+  if (opts.pool && opts.pool->device() != device)
+    throw_misuse(op, "the pool (id {}) belongs to device {} but device {} is current; make the pool's device "
+                     "current, or use a pool of this device",
+                 opts.pool->id(), opts.pool->device(), device);
+  if (opts.stream == cudaStreamLegacy)
+    throw_error(cudaErrorStreamCaptureImplicit, op, "the legacy default stream cannot capture. Remedy: leave "
+                "CaptureOptions::stream null to capture on capture_stream(), or pass a Stream you created");
+  const cudaStream_t stream = opts.stream != nullptr ? opts.stream : capture_stream(device);
+  if (cugraphs::is_capturing(stream))
+    throw_misuse(op, "the stream is already capturing (captures cannot nest on one stream); end that capture "
+                     "first, or capture on another stream");
+  // Another capture may be open on this thread; the query does not invalidate it.
+  if (const int d = stream_device(stream, op); d != device)
+    throw_misuse(op, "the stream belongs to device {} but device {} is current; make the stream's device current "
+                     "before capturing",
+                 d, device);
+  return {stream, device};
+}
+
+}  // namespace detail
+
+}  // namespace cugraphs

@@ -1,0 +1,174 @@
+// CaptureScope (a capture for the lifetime of a scope), capture(), and the members of Graph
+// that capture through a scope (update(fn), capture_or_update). Included by capture.hpp.
+#pragma once
+
+#include <cugraphs/capture.hpp>
+#include <cugraphs/condition.hpp>
+#include <cugraphs/detail/capture_session.hpp>
+
+#include <concepts>
+#include <cstdint>
+#include <exception>
+#include <string_view>
+#include <utility>
+
+namespace cugraphs {
+
+/// Captures for the lifetime of a scope. Inside it, current_stream() is the capture
+/// stream. The normal end of the scope ends the capture and instantiates (prefer end(),
+/// which reports failures as an ordinary throw). If an exception leaves the scope, the
+/// capture is aborted: the partial graph is discarded, the stream stops capturing, the
+/// graph stays empty and reusable, and the original exception propagates. The scope
+/// follows its capture: moving the Graph while the scope is open is fine.
+class CaptureScope {
+public:
+  explicit CaptureScope(Graph& graph, const CaptureOptions& opts = {})
+      : graph_(&graph), uncaught_(std::uncaught_exceptions()) {
+    graph.capture_begin(opts);
+    detail::CaptureSession& s = *detail::innermost_capture();  // the capture just begun
+    capture_id_ = s.id;
+    s.streams.push(s.stream);
+  }
+
+  ~CaptureScope() noexcept(false) {
+    if (!open_) return;
+    if (std::uncaught_exceptions() > uncaught_) {
+      abort();
+    } else {
+      end();
+    }
+  }
+
+  CaptureScope(const CaptureScope&) = delete;
+  CaptureScope& operator=(const CaptureScope&) = delete;
+
+  /// The stream capturing now: the innermost open conditional body, else the capture stream
+  /// (nullptr once the capture has ended).
+  [[nodiscard]] cudaStream_t stream() const noexcept {
+    const auto* s = session();
+    return s != nullptr ? s->now() : nullptr;
+  }
+  /// The graph capturing (the one it was moved to, if it moved).
+  [[nodiscard]] Graph& graph() const noexcept {
+    const auto* s = session();
+    return s != nullptr ? *s->owner : *graph_;
+  }
+  [[nodiscard]] PoolHandle pool() const { return graph().pool(); }
+
+  /// Ends the capture and instantiates now. After a failure the scope is closed and the
+  /// graph empty and reusable.
+  void end() {
+    constexpr std::string_view op = "CaptureScope::end";
+    if (!open_) detail::throw_misuse(op, "the scope has already ended");
+    detail::CaptureSession* s = session();
+    if (s == nullptr) {
+      open_ = false;
+      detail::throw_misuse(op, "the capture was aborted or ended outside the scope (an exception left a "
+                               "conditional scope, or capture_abort(), capture_end() or reset() was called)");
+    }
+    if (const std::size_t n = s->frames.open_frames().size(); n != 0)  // the scope stays open
+      detail::throw_misuse(op, "{} conditional scope(s) are still open; close them (innermost first) "
+                               "before ending the capture",
+                           n);
+    open_ = false;
+    s->streams.pop();
+    graph_ = s->owner;
+    graph_->capture_end();
+  }
+
+  /// Aborts the capture now: the partial graph is discarded and the graph left empty.
+  void abort() noexcept {
+    if (!open_) return;
+    detail::CaptureSession* s = session();
+    open_ = false;
+    if (s != nullptr) {
+      graph_ = s->owner;
+      graph_->capture_abort();  // restores the current stream this scope found
+    }
+  }
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+  /// A condition made now, before its node: kernels captured from here on set it
+  /// (Condition::set), and a ConditionalScope opened later at the same nesting level takes
+  /// it, adding no node of its own. It is reset to `initial` at every launch of the graph.
+  [[nodiscard]] Condition make_condition(unsigned initial = 0) {
+    constexpr std::string_view op = "CaptureScope::make_condition";
+    detail::CaptureSession* s = session();
+    if (s == nullptr) detail::throw_misuse(op, "the scope's capture has ended or was aborted");
+    const auto c = s->conditional([&](detail::ConditionalFrames& f) { return f.make_condition(initial, op); });
+    return Condition(c.handle, c.graph);
+  }
+#endif
+
+  /// Identifies the capture this scope began (ConditionalScope finds it by this id).
+  [[nodiscard]] std::uint64_t capture_id() const noexcept { return capture_id_; }
+
+private:
+  // The session of this scope's capture while it is open on this thread, else null.
+  [[nodiscard]] detail::CaptureSession* session() const noexcept {
+    return open_ ? detail::CaptureSession::find(capture_id_) : nullptr;
+  }
+
+  Graph* graph_;  // the graph when the scope opened, or when it last saw its capture
+  std::uint64_t capture_id_ = 0;
+  int uncaught_;
+  bool open_ = true;
+};
+
+/// Captures `fn(stream)` into `graph` and instantiates it; exception-safe like CaptureScope.
+template <class F>
+void capture(Graph& graph, F&& fn, const CaptureOptions& opts = {}) {
+  CaptureScope scope(graph, opts);
+  std::forward<F>(fn)(scope.stream());
+  scope.end();
+}
+
+namespace detail {
+// Captures `fn` into `graph` with `opts` and ends the capture; `fn` takes the CaptureScope
+// (to open conditional scopes) or the capture stream.
+template <class F>
+void capture_step(Graph& graph, F& fn, const CaptureOptions& opts) {
+  CaptureScope scope(graph, opts);
+  if constexpr (std::invocable<F&, CaptureScope&>) {
+    fn(scope);
+  } else {
+    fn(scope.stream());
+  }
+  scope.end();
+}
+}  // namespace detail
+
+template <class F>
+  requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
+UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
+  if (!exec_.instantiated()) not_replayable("Graph::update");
+  Graph next;
+  {
+    detail::DeviceGuard on(device_);
+    CaptureOptions co;
+    co.pool = pool();
+    co.mode = mode_;
+    co.instantiate = false;
+    detail::capture_step(next, fn, co);
+  }
+  return update(std::move(next), opts);
+}
+
+template <class F>
+  requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
+UpdateResult Graph::capture_or_update(F&& fn, const CaptureOptions& opts) {
+  if (exec_.instantiated()) {
+    UpdateOptions uo;
+    uo.reinstantiate_on_failure = true;
+    return update(std::forward<F>(fn), uo);
+  }
+  if (exec_.captured() || is_capturing())
+    detail::throw_misuse("Graph::capture_or_update", "the graph holds a capture that is not instantiated, or is "
+                                                     "capturing; reset() it first");
+  detail::capture_step(*this, fn, opts);
+  UpdateResult r;
+  r.reinstantiated = true;  // a first capture: instantiated
+  return r;
+}
+
+}  // namespace cugraphs

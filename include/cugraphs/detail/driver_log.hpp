@@ -1,0 +1,64 @@
+// What the driver logged while a capture was open (CUDA 12.9+): quoted in the Error of a
+// capture that fails, so that the user reads the driver's own reason too.
+#pragma once
+
+#include <cugraphs/config.hpp>
+#include <cugraphs/detail/format.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <string>
+#include <string_view>
+
+namespace cugraphs::detail {
+
+// Where the driver's log stood when a capture began, so that a failure can quote what the
+// driver logged since (CUDA 12.9+: cudaLogsCurrent / cudaLogsDumpToMemory).
+struct DriverLog {
+#if CUGRAPHS_CTK_AT_LEAST(12, 9)
+  cudaLogIterator start{};
+  bool valid = false;
+  void mark() noexcept {
+    valid = cudaLogsCurrent(&start, 0) == cudaSuccess;
+    if (!valid) (void)cudaGetLastError();  // an older driver: no log to quote
+  }
+  // What the driver logged since mark(), as " The driver said: ..." or nothing.
+  [[nodiscard]] std::string since() {
+    if (!valid) return {};
+    char text[4096] = {};
+    std::size_t size = sizeof(text) - 1;
+    if (cudaLogsDumpToMemory(&start, text, &size, 0) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return {};
+    }
+    // Lines read "[time][thread][CUDA][E] text": keep the texts, joined by "; ".
+    const std::string_view all(text, std::min(size, sizeof(text) - 1));
+    std::string said;
+    for (std::size_t at = 0; at < all.size();) {
+      std::size_t end = all.find('\n', at);
+      if (end == std::string_view::npos) end = all.size();
+      std::string_view line = all.substr(at, end - at);
+      at = end + 1;
+      while (line.size() > 1 && line.front() == '[') {
+        const std::size_t close = line.find(']');
+        if (close == std::string_view::npos) break;
+        line.remove_prefix(close + 1);
+      }
+      while (!line.empty() && (line.front() == ' ' || line.back() == '\0' || line.back() == ' ' || line.back() == '\r')) {
+        if (line.front() == ' ') line.remove_prefix(1);
+        else line.remove_suffix(1);
+      }
+      if (line.empty()) continue;
+      if (!said.empty()) said += "; ";
+      said += line;
+    }
+    return said.empty() ? std::string{} : format(" The driver said: \"{}\".", said);
+  }
+#else
+  void mark() noexcept {}
+  [[nodiscard]] std::string since() { return {}; }
+#endif
+};
+
+}  // namespace cugraphs::detail

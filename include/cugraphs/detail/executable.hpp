@@ -1,0 +1,308 @@
+// A Graph's executable side: the captured graph it holds, the executable instantiated from
+// it, the per-launch ring, what captured work keeps alive, updates (a new capture applied in
+// place) and per-node argument changes, and the launch itself.
+#pragma once
+
+#include <cugraphs/detail/capture_session.hpp>
+#include <cugraphs/detail/device.hpp>
+#include <cugraphs/detail/graph_queries.hpp>
+#include <cugraphs/detail/launch_ring.hpp>
+#include <cugraphs/detail/native_graph.hpp>
+#include <cugraphs/detail/pool.hpp>
+#include <cugraphs/error.hpp>
+#include <cugraphs/update.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cugraphs::detail {
+
+// A launch that stages no inputs: a graph that stages (a graphed callable's, replayed as a
+// plain graph) copies nothing.
+inline constexpr auto no_inputs = [](std::span<unsigned long long> words) noexcept {
+  if (!words.empty()) std::memset(words.data(), 0, words.size_bytes());
+};
+
+class Executable {
+public:
+  Executable() = default;
+  ~Executable() { reset(); }
+  Executable(Executable&& o) noexcept { take(o); }
+  Executable& operator=(Executable&& o) noexcept {
+    if (this != &o) {
+      reset();
+      take(o);
+    }
+    return *this;
+  }
+  Executable(const Executable&) = delete;
+  Executable& operator=(const Executable&) = delete;
+
+  [[nodiscard]] bool captured() const noexcept { return graph_ != nullptr; }
+  [[nodiscard]] bool instantiated() const noexcept { return exec_ != nullptr; }
+  [[nodiscard]] cudaGraph_t graph() const noexcept { return graph_ ? graph_->graph : nullptr; }
+  [[nodiscard]] cudaGraphExec_t exec() const noexcept { return exec_; }
+  // Whether a node taken in capture `capture` names a node of this executable.
+  [[nodiscard]] bool holds(std::uint64_t capture) const noexcept {
+    return capture != 0 && (capture == current_capture_ || capture == instantiated_capture_);
+  }
+
+  // Takes the graph capture `id` produced on `stream` (device `device`): the ring's head goes
+  // before its first nodes. On failure this holds nothing.
+  void hold(Captured&& c, std::uint64_t id, cudaStream_t stream, int device) {
+    graph_ = std::make_shared<NativeGraph>(c.graph);
+    upload_stream_ = stream;
+    device_ = device;
+    CUGRAPHS_TRY {
+      if (c.ring) c.ring->attach_head(graph_->graph, stream, "Graph::capture_end (per-launch ring)");
+    } CUGRAPHS_CATCH_ALL {
+      graph_.reset();
+      CUGRAPHS_RETHROW;
+    }
+    ring_ = std::move(c.ring);
+    keep_alive_.insert(keep_alive_.end(), c.keep_alive.begin(), c.keep_alive.end());
+    current_capture_ = id;
+    LastCapture::instance().set(graph_);
+  }
+
+  // Instantiates and uploads the graph held; does nothing once instantiated.
+  void instantiate() {
+    constexpr std::string_view op = "Graph::instantiate";
+    if (exec_ != nullptr) return;
+    DeviceGuard on(device_);
+    // An enclosing capture may be open on this thread; instantiating and waiting for the
+    // upload must not invalidate it.
+    RelaxedCaptureMode relaxed;
+    cudaGraphInstantiateParams params{};
+    params.flags = cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUpload;
+    params.uploadStream = upload_stream_;
+    cudaGraphExec_t exec = nullptr;
+    {
+      std::lock_guard lock(graph_->m);  // export_dot may be reading the graph on another thread
+      const cudaError_t e = cudaGraphInstantiateWithParams(&exec, graph_->graph, &params);
+      if (e != cudaSuccess || params.result_out != cudaGraphInstantiateSuccess) {
+        if (e != cudaSuccess) (void)cudaGetLastError();
+        raise(Error(e != cudaSuccess ? e : cudaErrorInvalidValue, instantiate_failure(e, params)));
+      }
+    }
+    if (const cudaError_t s = cudaStreamSynchronize(upload_stream_); s != cudaSuccess) {
+      report_in_destructor(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+      throw_cuda(s, format("{}: waiting for the upload (cudaStreamSynchronize)", op));
+    }
+    exec_ = exec;
+    instantiated_capture_ = current_capture_;  // graph_'s nodes name the executable's
+  }
+
+  // Applies the capture `source` holds to this executable (cudaGraphExecUpdate); where it
+  // cannot be updated in place, says why and, with opts.reinstantiate_on_failure, takes
+  // source's capture instantiated instead. Applied: this runs source's capture, ring and
+  // kept resources, and `source` is left empty.
+  [[nodiscard]] UpdateResult update(Executable& source, const UpdateOptions& opts) {
+    constexpr std::string_view op = "Graph::update";
+    DeviceGuard on(device_);
+    std::optional<RelaxedCaptureMode> relaxed;  // an enclosing capture on this thread must go on
+    if (innermost_capture() != nullptr) relaxed.emplace();
+    cudaGraphExecUpdateResultInfo info{};
+    cudaError_t e = cudaSuccess;
+    {
+      std::lock_guard lock(source.graph_->m);  // export_dot may be reading it on another thread
+      e = cudaGraphExecUpdate(exec_, source.graph_->graph, &info);
+    }
+    UpdateResult result;
+    if (e == cudaSuccess) {
+      adopt(source, false);
+      result.updated = true;
+      return result;
+    }
+    (void)cudaGetLastError();  // the failure is answered in the result, not left behind
+    if (e != cudaErrorGraphExecUpdateFailure) throw_cuda(e, "Graph::update (cudaGraphExecUpdate)");
+    result.failure = to_failure(info.result);
+    std::string node = "; CUDA names no node";
+    if (info.errorNode != nullptr) {
+      cudaGraphNodeType t{};
+      if (cudaGraphNodeGetType(info.errorNode, &t) == cudaSuccess) result.node_type = t;
+      result.node_index = node_index(source.graph_->graph, info.errorNode, op);
+      node = format("; the blocking node is a {} node", result.node_type ? node_type_name(*result.node_type) : "unknown");
+      if (result.node_index) format_to(node, ", node {} of the new capture", *result.node_index);
+    }
+    result.message = format("cugraphs: {}: the executable cannot take the new capture in place: {}{}", op,
+                            describe(result.failure), node);
+    if (opts.reinstantiate_on_failure) {
+      source.instantiate();  // on failure this is left as it was
+      adopt(source, true);
+      result.reinstantiated = true;
+    }
+    return result;
+  }
+
+  // Sets the parameters of the executable's node that a node taken in capture `capture` (at
+  // `index`, as `node`) stands for.
+  void set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node, const cudaKernelNodeParams& p,
+                         std::string_view op) {
+    const cudaGraphNode_t target = exec_node(capture, index, node, op);
+    if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess) [[unlikely]]
+      throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
+  }
+
+  // Launches on `stream`: `stage` writes the input-address words of a graph that stages
+  // (see LaunchRing::launch). With a checked pool, the pool's check, the launch and its
+  // record happen under the pool's lock; waiting for a free slot and staging do not (that
+  // wait lasts until the device catches up, and must not lock other threads out).
+  template <class Stage>
+  void launch(cudaStream_t stream, PoolShare& pool, Stage&& stage) {
+    if (stream != checked_stream_ || !stream_checked_) [[unlikely]]
+      check_stream(stream);
+    const auto go = [&] {
+      if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
+        throw_cuda(e, "Graph::replay (cudaGraphLaunch)");
+    };
+    const auto guard = [&](auto&& run) {
+      if (pool.checked()) [[unlikely]]
+        pool.checked_launch(stream, run);
+      else
+        run();
+    };
+    if (ring_) [[unlikely]]
+      ring_->launch(stream, stage, guard, go, "Graph::replay");
+    else
+      guard(go);
+  }
+
+  [[nodiscard]] bool stages() const noexcept { return ring_ && ring_->stages(); }
+
+  // The executable, its graph and what they kept go; the ring first waits until launches in
+  // flight have finished with it.
+  void reset() noexcept {
+    ring_.reset();
+    if (exec_ != nullptr) {
+      report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
+      exec_ = nullptr;  // its graph memory (cudaMallocAsync in the capture) returns to CUDA's graph pool
+    }
+    graph_.reset();
+    identity_.reset();
+    identity_nodes_.clear();
+    keep_alive_.clear();  // after the executable: its replays used them
+    current_capture_ = instantiated_capture_ = 0;
+    checked_stream_ = nullptr;  // the next capture may be on another device
+    stream_checked_ = false;
+  }
+
+  // Runs `fn(graph)` with the graph held, locked against export_dot on other threads.
+  template <class Fn>
+  decltype(auto) with_graph(Fn&& fn) const {
+    std::lock_guard lock(graph_->m);
+    return fn(graph_->graph);
+  }
+
+private:
+  // Refuses a stream of another device than the graph's, before anything is posted or
+  // launched. A stream that passed is remembered, so that replays on it compare one handle;
+  // the default streams, which follow the current device, are asked every time.
+  void check_stream(cudaStream_t stream) {
+    constexpr std::string_view op = "Graph::replay";
+    const bool follows_current = is_default_stream(stream);
+    const int device = stream_device(stream, op);
+    if (device != device_)
+      throw_misuse(op, "the stream belongs to device {} but this graph was captured on device {}; a graph "
+                       "replays only on a stream of its own device{}",
+                   device, device_,
+                   follows_current ? " (a default stream belongs to the current device: make the graph's device "
+                                     "current, or pass a stream made on it)"
+                                   : "");
+    checked_stream_ = stream;
+    stream_checked_ = !follows_current;
+  }
+
+  // Takes over `source`'s capture (after an update in place, or with source's executable
+  // when `instantiated`), ring and kept resources; `source` is left empty.
+  void adopt(Executable& source, bool instantiated) noexcept {
+    ring_.reset();  // waits until launches in flight have finished with the old ring
+    // The source's own launches may still use the ring taken over: this executable's
+    // launches must not run beside them on the same words.
+    if (source.ring_) source.ring_->wait_all("Graph::update: waiting for the source's launches");
+    ring_ = std::move(source.ring_);
+    // Launches already queued may use what the old capture kept: keep both.
+    keep_alive_.insert(keep_alive_.end(), source.keep_alive_.begin(), source.keep_alive_.end());
+    source.keep_alive_.clear();
+    if (instantiated) {
+      report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");  // freed once idle
+      exec_ = std::exchange(source.exec_, nullptr);
+      instantiated_capture_ = source.instantiated_capture_;
+      identity_.reset();
+      identity_nodes_.clear();
+    } else if (!identity_) {
+      identity_ = graph_;  // its nodes still name the executable's
+    }
+    graph_ = std::move(source.graph_);
+    current_capture_ = std::exchange(source.current_capture_, 0);
+    upload_stream_ = source.upload_stream_;
+    source.reset();
+  }
+
+  // The node of the graph exec_ was instantiated from that a node taken in capture `capture`
+  // (at `index`, as `node`) stands for.
+  cudaGraphNode_t exec_node(std::uint64_t capture, std::size_t index, cudaGraphNode_t node, std::string_view op) {
+    if (capture == instantiated_capture_) [[likely]]
+      return node;
+    if (capture == 0 || capture != current_capture_)
+      throw_misuse(op, "the KernelNode was not taken in the capture this graph runs (it is empty, belongs to another "
+                       "graph, or to a capture replaced since): take it with captured_kernel_node() in this graph's "
+                       "capture (the node's capture: {}; this graph's executable was instantiated from capture {} "
+                       "and runs capture {})",
+                   capture, instantiated_capture_, current_capture_);
+    // A node of a capture applied by update(): the instantiated graph's node at its index.
+    if (identity_nodes_.empty()) {
+      std::lock_guard lock(identity_->m);
+      identity_nodes_ = graph_nodes(identity_->graph, op);
+    }
+    cudaGraphNodeType t{};
+    if (index >= identity_nodes_.size() || cudaGraphNodeGetType(identity_nodes_[index], &t) != cudaSuccess ||
+        t != cudaGraphNodeTypeKernel)
+      throw_misuse(op, "node {} of the executable is not a kernel node, although the update paired the captures",
+                   index);
+    return identity_nodes_[index];
+  }
+
+  void take(Executable& o) noexcept {
+    exec_ = std::exchange(o.exec_, nullptr);
+    graph_ = std::move(o.graph_);
+    ring_ = std::move(o.ring_);
+    identity_ = std::move(o.identity_);
+    identity_nodes_ = std::move(o.identity_nodes_);
+    keep_alive_ = std::move(o.keep_alive_);
+    current_capture_ = std::exchange(o.current_capture_, 0);
+    instantiated_capture_ = std::exchange(o.instantiated_capture_, 0);
+    upload_stream_ = o.upload_stream_;
+    checked_stream_ = o.checked_stream_;
+    stream_checked_ = std::exchange(o.stream_checked_, false);
+    device_ = o.device_;
+  }
+
+  cudaGraphExec_t exec_ = nullptr;  // first: the replay path reads only this
+  std::shared_ptr<NativeGraph> graph_;
+  std::unique_ptr<LaunchRing> ring_;  // set when the graph draws random numbers or stages inputs
+  // After update(): the graph exec_ was instantiated from, whose nodes still name the
+  // executable's nodes (graph_ is then the capture applied last); null when it is graph_.
+  std::shared_ptr<NativeGraph> identity_;
+  std::vector<cudaGraphNode_t> identity_nodes_;    // its nodes, for KernelNodes of later captures
+  std::vector<std::shared_ptr<void>> keep_alive_;  // what captured work uses (keep_alive_with_capture)
+  std::uint64_t current_capture_ = 0;              // the capture graph_ holds
+  std::uint64_t instantiated_capture_ = 0;         // the capture exec_ was instantiated from
+  cudaStream_t upload_stream_ = nullptr;
+  // A stream replays were checked to belong to device_ (the default streams are never
+  // remembered: they follow the current device).
+  cudaStream_t checked_stream_ = nullptr;
+  bool stream_checked_ = false;
+  int device_ = 0;
+};
+
+}  // namespace cugraphs::detail
