@@ -1,5 +1,6 @@
 // Typed tuple flattening: any nesting of std::tuple, std::pair and std::array with
-// DeviceSpan<T> leaves becomes a flat, typed tuple of its leaves at compile time, and back.
+// DeviceSpan<T> leaves becomes a flat, typed tuple of its leaves at compile time, and back;
+// and the one map over such trees (detail::map_tree) that every tree transform uses.
 #pragma once
 
 #include <cugraphs/span.hpp>
@@ -320,9 +321,14 @@ map_tree_t<std::remove_reference_t<Fn>, T> map_tree(Fn&& fn, T&& tree) {
 // i counts on from `next` in flatten's order.
 template <class T, class Fn>
 T map_leaves(const T& tree, std::size_t& next, Fn& fn) {
-  static_assert(!holds_reference_v<T>, "cugraphs: a tuple of references (std::tie) cannot be rebuilt with new "
-                                       "leaves; pass a tuple of DeviceSpan values");
-  return map_tree([&](const auto& leaf) { return fn(next++, leaf); }, tree);
+  constexpr bool by_value = !holds_reference_v<T>;
+  static_assert(by_value, "cugraphs: a tuple of references (std::tie) cannot be rebuilt with new leaves; pass a "
+                          "tuple of DeviceSpan values");
+  if constexpr (by_value) {
+    return map_tree([&](const auto& leaf) { return fn(next++, leaf); }, tree);
+  } else {
+    return tree;  // refused above; no second error
+  }
 }
 
 // Where each of Ts' leaves start in their concatenated flat tuple: prefix sums of the
