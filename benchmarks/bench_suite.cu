@@ -2,8 +2,8 @@
 // run, printed as tables with ratios and the issue's goals, and written to one JSON file
 // (tools/plot-perf turns it, with bench_suite_torch.py's file, into plots and tables).
 //   bench_suite [FIGURES.json [SECTION...]]
-// Sections: replay capture eager graphed conditional rng memory training update buckets
-// (default: all, in that order). CUGRAPHS_BENCH_SCALE scales the repetitions (0.2 for a
+// Sections: replay capture eager graphed conditional rng memory training update buckets pdl
+// device_launch (default: all, in that order). CUGRAPHS_BENCH_SCALE scales the repetitions (0.2 for a
 // quick look).
 #include "suite/suite.hpp"
 
@@ -28,7 +28,8 @@ int main(int argc, char** argv) {
       {"replay", replay_section}, {"capture", capture_section},         {"eager", eager_section},
       {"graphed", graphed_section}, {"conditional", conditional_section}, {"rng", rng_section},
       {"memory", memory_section}, {"training", training_section}, {"update", update_section},
-      {"buckets", buckets_section}};
+      {"buckets", buckets_section}, {"pdl", pdl_section},
+      {"device_launch", device_launch_section}};
   std::vector<std::string_view> wanted(argv + std::min(argc, 2), argv + argc);
   for (const auto w : wanted) {
     bool known = false;

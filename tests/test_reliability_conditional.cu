@@ -312,10 +312,15 @@ TEST_CASE("ConditionalScope: opened in an invalidated capture, with a device fla
     CHECK(contains(e.what(), "invalidated"));
     CHECK_FALSE(g.is_capturing());
     CHECK_FALSE(cugraphs::is_capturing(cugraphs::capture_stream()));
+    // The aborted capture let go of its pool at once, as capture_abort() does.
+    const auto no_pool = expect_error([&] { (void)g.pool(); });
+    CHECK(contains(no_pool.what(), "nothing has been captured"));
     const auto end = expect_error([&] { scope.end(); });
     CHECK(contains(end.what(), "the capture was aborted"));
   }
   CHECK(pool.allocated_bytes() == 0);
+  const std::size_t reserved = pool.reserved_bytes();
+  CHECK(pool.trim() == reserved);  // no graph refers to the pool any more
   check_clean();
   f.capture(g, o);
   f.check_replays(g, 320);

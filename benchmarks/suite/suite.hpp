@@ -39,5 +39,10 @@ void update_section(Report& report, cudaStream_t stream);
 // A GraphCache over vLLM's bucket sizes: memory, and per-bucket capture with instantiation
 // or in-place update.
 void buckets_section(Report& report, cudaStream_t stream);
+// A chain of dependent kernels with programmatic edges (cugraphs::launch) against plain ones.
+void pdl_section(Report& report, cudaStream_t stream);
+// A key known on the device selecting a bucket graph: DeviceDispatch against the host round
+// trip; a graph launched from the host against the same graph launched by a kernel.
+void device_launch_section(Report& report, cudaStream_t stream);
 
 }  // namespace cugraphs_bench

@@ -1,4 +1,5 @@
-// Graph (capture, instantiate, replay), CaptureScope and capture(): the core of cugraphs.
+// Graph (capture, instantiate, replay), the core of cugraphs; capture_scope.hpp, included at
+// the end, adds CaptureScope, capture() and export_dot().
 // Graph is a facade over three owned parts: the open capture (detail::CaptureSession, which
 // ends or aborts itself), the executable with its update and kernel-node state
 // (detail::Executable), and its share of a memory pool (detail::PoolShare).
@@ -11,8 +12,8 @@
 #include <cugraphs/detail/executable.hpp>
 #include <cugraphs/detail/native_graph.hpp>
 #include <cugraphs/detail/staging.hpp>
+#include <cugraphs/device_launch.hpp>
 #include <cugraphs/error.hpp>
-#include <cugraphs/flatten.hpp>
 #include <cugraphs/memory.hpp>
 #include <cugraphs/stream.hpp>
 #include <cugraphs/update.hpp>
@@ -24,8 +25,6 @@
 #include <memory>
 #include <string>
 #include <string_view>
-#include <tuple>
-#include <type_traits>
 #include <utility>
 
 namespace cugraphs {
@@ -66,9 +65,8 @@ public:
     const bool guard =
         opts.escapes == EscapeCheck::On || (opts.escapes == EscapeCheck::Auto && opts.mode == CaptureMode::Global);
     capture_ = std::make_unique<detail::CaptureSession>(pool, stream, detail::to_cuda(opts.mode),
-                                                        detail::name(opts.mode), device, opts.instantiate, guard,
-                                                        this, op);
-    pool_.attach(std::move(pool));
+                                                        detail::name(opts.mode), device, opts.instantiate,
+                                                        opts.device_launch, guard, this, op);
     mode_ = opts.mode;
     device_ = device;
     moved_from_ = false;
@@ -94,8 +92,9 @@ public:
     CUGRAPHS_TRY {
       auto captured = capture_->end(op);
       capture_.reset();
-      pool_.register_capture(id);
+      pool_ = std::move(captured.share);
       exec_.hold(std::move(captured), id, stream, device_);
+      pool_.register_capture(id);
     } CUGRAPHS_CATCH_ALL {
       capture_.reset();
       exec_.reset();
@@ -130,18 +129,17 @@ public:
   void replay(cudaStream_t stream) {
     if (!exec_.instantiated()) [[unlikely]]
       not_replayable("Graph::replay");
-    exec_.launch(stream, pool_, detail::no_inputs);
+    exec_.launch(stream, pool_, detail::no_inputs, "Graph::replay");
   }
 
-  /// Replays with a graphed callable's inputs staged inside the graph (the capture staged
-  /// them, see GraphedCallable): `stage(words)` writes this launch's input addresses, one
-  /// word a leaf (0: not copied), and may throw before anything is launched.
+  /// Replays with a graphed callable's inputs staged inside the graph: `stage(words)` writes
+  /// this launch's input addresses, a word a leaf (0: not copied), and may throw first.
   template <class Stage>
   void replay_staged(cudaStream_t stream, Stage&& stage, std::string_view op) {
     if (!exec_.instantiated() || !exec_.stages()) [[unlikely]]
       exec_.instantiated() ? detail::throw_misuse(op, "this graph's capture staged no inputs; use replay()")
                            : not_replayable(op);
-    exec_.launch(stream, pool_, stage);
+    exec_.launch(stream, pool_, stage, op);
   }
 
   /// The seed's stage_and_launch: copies every leaf of `inputs` onto the matching leaf of
@@ -151,20 +149,9 @@ public:
   template <class Statics, class Inputs>
   void stage_and_launch(const Statics& static_inputs, const Inputs& inputs, cudaStream_t stream) {
     constexpr std::string_view op = "Graph::stage_and_launch";
-    static_assert(leaf_count_v<Statics> == leaf_count_v<Inputs>,
-                  "cugraphs: stage_and_launch needs as many input leaves as static leaves");
-    const auto to = flatten(static_inputs);
-    const auto from = flatten(inputs);
-    [&]<std::size_t... I>(std::index_sequence<I...>) {
-      static_assert((std::is_same_v<typename std::tuple_element_t<I, decltype(to)>::value_type,
-                                    typename std::tuple_element_t<I, decltype(from)>::value_type> && ...),
-                    "cugraphs: stage_and_launch: every input leaf must have its static leaf's element type");
-      if (!exec_.instantiated()) not_replayable(op);  // before any copy: nothing is staged
-      (detail::check_input_leaf(I, std::get<I>(from).data(), std::get<I>(from).size(), std::get<I>(to).size(), op),
-       ...);
-      (detail::copy_leaf(std::get<I>(to).data(), std::get<I>(from).data(), std::get<I>(from).size_bytes(), stream, op),
-       ...);
-    }(std::make_index_sequence<leaf_count_v<Statics>>{});
+    detail::stage_copies(static_inputs, inputs, stream, op, [&] {  // before any copy: nothing is staged
+      if (!exec_.instantiated()) not_replayable(op);
+    });
     replay(stream);
   }
   template <class Statics, class Inputs>
@@ -172,15 +159,13 @@ public:
     stage_and_launch(static_inputs, inputs, current_stream());
   }
 
-  /// Applies the capture `source` holds to this graph's executable (cudaGraphExecUpdate).
-  /// Where the two captures have the same topology the executable is updated in place, for
-  /// a fraction of an instantiation's cost, and keeps its handle; launches already queued
-  /// run the old parameters. Otherwise the result says why (the failure, and the blocking
-  /// node's type and index) and this graph is unchanged, unless
-  /// opts.reinstantiate_on_failure, which instantiates the capture instead. Once applied,
-  /// this graph runs source's capture with its pool share and random-number state, and
-  /// `source` is left empty and reusable. Capture `source` with CaptureOptions::instantiate
-  /// = false to skip its own instantiation.
+  /// Applies the capture `source` holds to this graph's executable (cudaGraphExecUpdate):
+  /// with the same topology, in place, for a fraction of an instantiation's cost (launches
+  /// already queued run the old parameters); otherwise the result says why (the failure, the
+  /// blocking node's type and index) and this graph is unchanged, unless
+  /// opts.reinstantiate_on_failure instantiates the capture instead. Once applied, this graph
+  /// runs source's capture with its pool share and random-number state; `source` is left
+  /// empty. Capture `source` with CaptureOptions::instantiate = false.
   [[nodiscard]] UpdateResult update(Graph&& source, const UpdateOptions& opts = {}) {
     constexpr std::string_view op = "Graph::update";
     if (&source == this) detail::throw_misuse(op, "a graph cannot be updated from itself");
@@ -236,6 +221,26 @@ public:
     apply_kernel_args(node, detail::some_kernel_args<I...>(node, values...), "Graph::set_kernel_arg");
   }
 
+  /// The handle kernels launch this graph with (device_launch.hpp), for a graph captured with
+  /// CaptureOptions::device_launch and instantiated.
+  [[nodiscard]] DeviceGraph device_graph() const {
+    constexpr std::string_view op = "Graph::device_graph";
+    if (!exec_.instantiated()) not_replayable(op);
+    if (!exec_.device_launch())
+      detail::throw_misuse(op, "the graph was not instantiated for launch from the device; capture it with "
+                               "CaptureOptions::device_launch = true");
+    return exec_.device_graph();
+  }
+
+  /// Throws the first failure of a launch of this graph from the device since the last call
+  /// (DeviceGraph records it), and forgets it. Waits for the device work queued so far.
+  void check_device_launches() {
+    constexpr std::string_view op = "Graph::check_device_launches";
+    if (const cudaError_t e = exec_.take_device_status(op); e != cudaSuccess)
+      detail::throw_error(e, op, "a launch of this graph from the device failed: {} ({}); a kernel inside a graph must "
+                                 "launch it, and not while it runs", cudaGetErrorName(e), cudaGetErrorString(e));
+  }
+
   /// Whether `node` was taken in the capture this graph runs (or was instantiated from).
   template <class... P>
   [[nodiscard]] bool holds(const KernelNode<P...>& node) const noexcept {
@@ -258,8 +263,9 @@ public:
 
   /// The pool this graph captured into; pass it to another capture to share its memory.
   [[nodiscard]] PoolHandle pool() const {
-    if (!pool_.get()) not_replayable("Graph::pool");
-    return PoolHandle(pool_.get());
+    const auto& p = is_capturing() ? capture_->share.get() : pool_.get();
+    if (!p) not_replayable("Graph::pool");
+    return PoolHandle(p);
   }
 
   [[nodiscard]] cudaGraph_t native_graph() const noexcept { return exec_.graph(); }
@@ -389,14 +395,6 @@ private:
   bool moved_from_ = false;
 };
 
-/// Writes the most recently completed capture (on any thread) as a Graphviz DOT file.
-inline void export_dot(const std::string& path) {
-  const auto g = detail::LastCapture::instance().get();
-  if (!g) detail::throw_misuse("export_dot", "no capture has completed yet");
-  std::lock_guard lock(g->m);  // its Graph may be instantiating it on another thread
-  detail::write_dot(g->graph, path, "export_dot");
-}
-
 }  // namespace cugraphs
 
-#include <cugraphs/capture_scope.hpp>  // CaptureScope, capture(), and Graph's members that capture
+#include <cugraphs/capture_scope.hpp>  // CaptureScope, capture(), export_dot, Graph's members that capture

@@ -38,6 +38,11 @@ struct CaptureOptions {
   /// false: capture_end leaves the graph captured but not instantiated, for instantiate()
   /// later or for Graph::update, which applies it to another graph's executable.
   bool instantiate = true;
+  /// true: the graph is instantiated for launch from the device too (Graph::device_graph(),
+  /// device_launch.hpp). Such a graph holds kernel, memcpy, memset and child-graph nodes only,
+  /// and cannot draw random numbers through a Generator or stage a graphed callable's inputs
+  /// (its device-side launches would receive no fresh values): each is an Error.
+  bool device_launch = false;
   /// Whether legacy-default-stream work during the capture is refused (see EscapeCheck).
   EscapeCheck escapes = EscapeCheck::Auto;
 };

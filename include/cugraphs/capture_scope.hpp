@@ -1,5 +1,6 @@
-// CaptureScope (a capture for the lifetime of a scope), capture(), and the members of Graph
-// that capture through a scope (update(fn), capture_or_update). Included by capture.hpp.
+// CaptureScope (a capture for the lifetime of a scope), capture(), export_dot(), and the
+// members of Graph that capture through a scope (update(fn), capture_or_update). Included
+// by capture.hpp.
 #pragma once
 
 #include <cugraphs/capture.hpp>
@@ -9,6 +10,8 @@
 #include <concepts>
 #include <cstdint>
 #include <exception>
+#include <mutex>
+#include <string>
 #include <string_view>
 #include <utility>
 
@@ -149,6 +152,7 @@ UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
     co.pool = pool();
     co.mode = mode_;
     co.instantiate = false;
+    co.device_launch = exec_.device_launch();
     detail::capture_step(next, fn, co);
   }
   return update(std::move(next), opts);
@@ -169,6 +173,14 @@ UpdateResult Graph::capture_or_update(F&& fn, const CaptureOptions& opts) {
   UpdateResult r;
   r.reinstantiated = true;  // a first capture: instantiated
   return r;
+}
+
+/// Writes the most recently completed capture (on any thread) as a Graphviz DOT file.
+inline void export_dot(const std::string& path) {
+  const auto g = detail::LastCapture::instance().get();
+  if (!g) detail::throw_misuse("export_dot", "no capture has completed yet");
+  std::lock_guard lock(g->m);  // its Graph may be instantiating it on another thread
+  detail::write_dot(g->graph, path, "export_dot");
 }
 
 }  // namespace cugraphs

@@ -50,6 +50,9 @@
 #define CUGRAPHS_HAS_CONDITIONAL_NODES CUGRAPHS_CTK_AT_LEAST(12, 4)
 #define CUGRAPHS_HAS_CONDITIONAL_ELSE_SWITCH CUGRAPHS_CTK_AT_LEAST(12, 8)
 
+/// Device-updatable kernel nodes (launch_updatable, DeviceKernelNode): CUDA 12.4.
+#define CUGRAPHS_HAS_DEVICE_UPDATABLE_NODES CUGRAPHS_CTK_AT_LEAST(12, 4)
+
 // CUDA 13 added an edge-data parameter to the capture-info functions.
 #define CUGRAPHS_CAPTURE_INFO_HAS_EDGES CUGRAPHS_CTK_AT_LEAST(13, 0)
 

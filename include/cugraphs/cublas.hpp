@@ -35,7 +35,7 @@ struct HandleOptions {
 inline void check(cublasStatus_t s, std::string_view op) {
   if (s == CUBLAS_STATUS_SUCCESS) [[likely]]
     return;
-  detail::raise(Error(detail::format("cugraphs: {} failed: {} ({})", op, cublasGetStatusName(s), cublasGetStatusString(s))));
+  detail::throw_library(op, cublasGetStatusName(s), cublasGetStatusString(s));
 }
 
 /// An owning cuBLAS handle (cublasCreate / cublasDestroy) that is bound, at all times, to

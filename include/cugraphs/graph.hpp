@@ -12,6 +12,7 @@
 #include <cugraphs/conditional.hpp>
 #include <cugraphs/flatten.hpp>
 #include <cugraphs/graphed.hpp>
+#include <cugraphs/launch.hpp>
 #include <cugraphs/training.hpp>
 #include <cugraphs/rng.hpp>
 

@@ -11,26 +11,34 @@ cuda_inc=$(dirname "$nvcc_bin")/../include
 warnings=(-Wall -Wextra -Wpedantic -Wconversion -Wshadow -Werror)
 compilers=()
 for c in g++ clang++; do command -v "$c" >/dev/null && compilers+=("$c"); done
-failed=0 checked=0
-headers=$(cd "$inc" && find cugraphs -name '*.hpp' | sort)
-for h in $headers; do
+# One header's compilations; prints "checked N failed M" last (headers run in parallel).
+check_one() {
+  local h=$1 name out c checked=0 failed=0
   # The optional NCCL header needs nccl.h, which CUDA's include directory holds only where
   # NCCL is installed there.
   if [[ $h == cugraphs/nccl.hpp && ! -f $cuda_inc/nccl.h ]]; then
     echo "skipped: $h (no nccl.h in $cuda_inc)"
-    continue
+    echo "checked 0 failed 0"
+    return
   fi
   # Likewise the optional cuBLAS header, and its binder, need cublas_v2.h.
   if [[ ($h == cugraphs/cublas.hpp || $h == cugraphs/detail/cublas_binder.hpp) && ! -f $cuda_inc/cublas_v2.h ]]; then
     echo "skipped: $h (no cublas_v2.h in $cuda_inc)"
-    continue
+    echo "checked 0 failed 0"
+    return
   fi
   name=$(tr '/.' '__' <<<"$h")
   printf '#include <%s>\n' "$h" >"$work/$name.cpp"
   cp "$work/$name.cpp" "$work/$name.cu"
   for c in "${compilers[@]}"; do
     checked=$((checked + 1))
-    if ! out=$("$c" -std=c++20 -fsyntax-only "${warnings[@]}" -I"$inc" -isystem "$cuda_inc" "$work/$name.cpp" 2>&1); then
+    if [[ $h == cugraphs/device_dispatch.hpp ]]; then
+      # Device code: host compilers are refused with its own message.
+      if out=$("$c" -std=c++20 -fsyntax-only -I"$inc" -isystem "$cuda_inc" "$work/$name.cpp" 2>&1) ||
+          ! grep -q "holds device code: include it only from sources compiled by nvcc" <<<"$out"; then
+        echo "FAIL: $h under $c must fail with its message:"; echo "$out" | head; failed=$((failed + 1))
+      fi
+    elif ! out=$("$c" -std=c++20 -fsyntax-only "${warnings[@]}" -I"$inc" -isystem "$cuda_inc" "$work/$name.cpp" 2>&1); then
       echo "FAIL: $h alone under $c:"; echo "$out" | head -20; failed=$((failed + 1))
     fi
   done
@@ -40,7 +48,17 @@ for h in $headers; do
       "$work/$name.cu" 2>&1); then
     echo "FAIL: $h alone under nvcc:"; echo "$out" | head -20; failed=$((failed + 1))
   fi
-done
+  echo "checked $checked failed $failed"
+}
+export -f check_one
+export inc work nvcc_bin cuda_inc
+export compilers_list="${compilers[*]}" warnings_list="${warnings[*]}"
+# Arrays do not cross into the xargs shells: each job rebuilds them from the lists.
+results=$(cd "$inc" && find cugraphs -name '*.hpp' | sort |
+  xargs -P "$(nproc)" -I{} bash -c 'read -ra compilers <<<"$compilers_list"; read -ra warnings <<<"$warnings_list"; check_one "$1"' _ {})
+grep -v -E '^checked [0-9]+ failed [0-9]+$' <<<"$results"
+checked=$(awk '/^checked [0-9]+ failed [0-9]+$/ {n += $2} END {print n + 0}' <<<"$results")
+failed=$(awk '/^checked [0-9]+ failed [0-9]+$/ {n += $4} END {print n + 0}' <<<"$results")
 # The device code header: nvcc only, with a message that says so.
 printf '#include <cugraphs/detail/kernels.cuh>\n' >"$work/kernels.cpp"
 for c in "${compilers[@]}"; do

@@ -93,17 +93,20 @@ public:
   }
 
   // After a capture ends, its pending blocks are settled and may merge with neighbours.
+  // The free list is rebuilt once, sorted, rather than kept in order block by block.
   void coalesce(std::span<const std::uint64_t> open) {
+    free_.clear();
+    std::vector<Block*> free_blocks;
     for (auto& s : segments_) {
       if (!s.live) continue;
       for (Block* b = s.head; b != nullptr; b = b->next) {
         if (!b->free) continue;
-        free_.erase(b);
         b->tag = settle(b->tag, open);
-        b = merge_neighbours(b, open);
-        free_.insert(b);
+        b = merge_neighbours(b, open);  // a free predecessor absorbs b and stands in its place
+        if (free_blocks.empty() || free_blocks.back() != b) free_blocks.push_back(b);
       }
     }
+    free_.assign(std::move(free_blocks));
   }
 
   // Removes every segment that is one settled free block and returns their base
@@ -220,6 +223,11 @@ private:
       if (const auto it = lower_bound(b); it != blocks_.end() && *it == b) blocks_.erase(it);
     }
     [[nodiscard]] std::size_t size() const noexcept { return blocks_.size(); }
+    void clear() noexcept { blocks_.clear(); }
+    void assign(std::vector<Block*> blocks) {
+      std::sort(blocks.begin(), blocks.end(), BySizeThenAddress{});
+      blocks_ = std::move(blocks);
+    }
 
   private:
     std::vector<Block*> blocks_;

@@ -37,6 +37,8 @@ inline thread_local std::vector<CaptureSession*> tls_captures;  // open on this 
 // What an ended capture produced, for its Graph to keep.
 struct Captured {
   cudaGraph_t graph = nullptr;
+  bool device_launch = false;  // instantiate for launch from the device
+  PoolShare share;  // the graph's share of the pool it was captured into
   std::unique_ptr<LaunchRing> ring;
   std::vector<std::shared_ptr<void>> keep_alive;
 };
@@ -46,9 +48,10 @@ public:
   // Begins capturing on `stream` into `pool`, as this thread's innermost capture; `guard`
   // forks the escape guard in. On failure nothing is left open and the Error says why.
   CaptureSession(std::shared_ptr<Pool> p, cudaStream_t s, cudaStreamCaptureMode m, std::string_view mode_name_,
-                 int device_, bool instantiate_, bool guard, Graph* owner_, std::string_view op)
+                 int device_, bool instantiate_, bool device_launch_, bool guard, Graph* owner_, std::string_view op)
       : pool(std::move(p)), id(next_capture_id()), stream(s), mode(m), mode_name(mode_name_), device(device_),
-        instantiate(instantiate_), owner(owner_), frames(s, device_, m, mode_name_, streams) {
+        instantiate(instantiate_), device_launch(device_launch_), owner(owner_),
+        frames(s, device_, m, mode_name_, streams) {
     pool->begin_capture(id);
     if (const cudaError_t e = cudaStreamBeginCapture(stream, mode); e != cudaSuccess) {
       pool->end_capture(id);
@@ -56,6 +59,7 @@ public:
     }
     tls_captures.push_back(this);
     open_ = true;
+    share.attach(pool);
     log.mark();
     if (!guard) return;
     CUGRAPHS_TRY {
@@ -71,12 +75,14 @@ public:
   CaptureSession& operator=(const CaptureSession&) = delete;
 
   std::shared_ptr<Pool> pool;
+  PoolShare share;  // held while open (no trim meanwhile); handed to the graph by end()
   const std::uint64_t id;
   const cudaStream_t stream;  // the stream the capture began on
   const cudaStreamCaptureMode mode;
   const std::string_view mode_name;  // for error hints
   const int device;
   const bool instantiate;             // capture_end instantiates (CaptureOptions::instantiate)
+  const bool device_launch;           // CaptureOptions::device_launch
   Graph* owner;                       // the Graph holding this session; kept current when it moves
   std::unique_ptr<LaunchRing> ring;   // once the graph draws random numbers or stages inputs
   std::vector<std::string> collectives;           // collectives captured, in order (cugraphs/nccl.hpp)
@@ -99,6 +105,11 @@ public:
 
   // The graph's per-launch ring, made on first use.
   [[nodiscard]] LaunchRing& launch_ring(std::string_view op) {
+    if (device_launch)
+      throw_misuse(op, "this capture is for device launch (CaptureOptions::device_launch): a graph that draws "
+                       "random numbers or stages inputs takes fresh values from the host at every launch, which "
+                       "its launches from the device would not get. Capture it without device_launch, or pass the "
+                       "values through device memory");
     if (!ring) ring = std::make_unique<LaunchRing>(op);
     return *ring;
   }
@@ -110,7 +121,10 @@ public:
     CUGRAPHS_TRY {
       return step(frames);
     } CUGRAPHS_CATCH_ALL {
-      if (frames.broken()) abort();
+      if (frames.broken()) {
+        abort();
+        frames.mend();  // still open (another thread's capture): later steps start afresh
+      }
       CUGRAPHS_RETHROW;
     }
   }
@@ -119,13 +133,10 @@ public:
   // Opens a conditional node where the capture stands (ConditionalFrames::open); every body
   // open on this thread, in any capture, gets a stream of its own.
   std::uint64_t open_conditional(ConditionalKind kind, ConditionSource source, unsigned bodies, std::string_view op) {
-    if (innermost_capture() != this)
-      throw_misuse(op, "this graph's capture is not the innermost capture open on this thread (another capture "
-                       "began after it, or it belongs to another thread); open conditional scopes in the innermost "
-                       "capture, on the thread that began it");
     std::size_t depth = 0;
     for (const auto* c : tls_captures) depth += c->frames.open_frames().size();
-    return conditional([&](ConditionalFrames& f) { return f.open(kind, source, bodies, depth, op); });
+    return conditional(
+        [&](ConditionalFrames& f) { return f.open(kind, source, bodies, depth, innermost_capture() == this, op); });
   }
 #endif
 
@@ -152,6 +163,8 @@ public:
     if (ring) ring->end_capture();
     close(ok);
     if (ok) {
+      c.device_launch = device_launch;
+      c.share = std::move(share);
       c.ring = std::move(ring);
       c.keep_alive = std::move(keep_alive);
       return c;
@@ -172,8 +185,8 @@ public:
   void abort() noexcept {
     if (!open_) return;
     if (!on_this_thread()) {  // that thread's list of sessions points at it
-      report_in_destructor(cudaErrorStreamCaptureWrongThread, "capture abort (the capture belongs to another thread "
-                                                              "and stays open)");
+      report_in_destructor(cudaErrorStreamCaptureWrongThread,
+                           "Graph::capture_abort (the capture belongs to another thread and stays open)");
       return;
     }
     frames.abandon();
@@ -184,6 +197,9 @@ public:
     (void)cudaGetLastError();  // the capture's own failure is the caller's business
     ring.reset();              // its generators may advance again
     close(false);
+    share.release();  // the Graph is left holding nothing of the capture
+    keep_alive.clear();
+    collectives.clear();
   }
 
 private:

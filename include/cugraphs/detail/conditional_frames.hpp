@@ -96,6 +96,7 @@ public:
 
   [[nodiscard]] const std::vector<ConditionalFrame>& open_frames() const noexcept { return frames_; }
   [[nodiscard]] bool broken() const noexcept { return broken_; }
+  void mend() noexcept { broken_ = false; }
 
   // The stream capturing now: the innermost open body, else the capture's own stream.
   [[nodiscard]] cudaStream_t now() const noexcept {
@@ -106,11 +107,15 @@ public:
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   // Adds a conditional node where the capture stands and begins capturing its first body
   // (Switch: none until switch_body); its body stream is this thread's at nesting `depth`.
-  // Returns the new frame's id.
+  // `innermost`: the capture is the innermost open on this thread. Returns the new frame's id.
   std::uint64_t open(ConditionalKind kind, ConditionSource source, unsigned bodies, std::size_t depth,
-                     std::string_view op) {
+                     bool innermost, std::string_view op) {
     require_open_case(op);
     if (bodies == 0) throw_misuse(op, "a Switch needs at least one case");
+    if (!innermost)
+      throw_misuse(op, "this graph's capture is not the innermost capture open on this thread (another capture "
+                       "began after it, or it belongs to another thread); open conditional scopes in the innermost "
+                       "capture, on the thread that began it");
     if (source.from_flag()) {
       if (source.flag == nullptr) throw_misuse(op, "the flag pointer is null");
       if (reinterpret_cast<std::uintptr_t>(source.flag) % source.flag_bytes() != 0)

@@ -223,10 +223,8 @@ private:
                       "outlive it) or the stream was destroyed. Remedy: keep the handle and the stream alive while "
                       "the {} follows them.",
                       owner_);
-    cugraphs::detail::raise(Error(f.cuda, format("cugraphs: {}: following the current stream ({}) failed: {} "
-                                                 "failed: {}. {}{}",
-                                                 op, static_cast<const void*>(f.stream), f.step, what, consequence,
-                                                 remedy)));
+    cugraphs::detail::throw_error(f.cuda, op, "following the current stream ({}) failed: {} failed: {}. {}{}",
+                                  static_cast<const void*>(f.stream), f.step, what, consequence, remedy);
   }
 
   void check_device(cudaStream_t s, std::string_view op) const {

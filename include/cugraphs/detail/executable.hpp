@@ -9,6 +9,7 @@
 #include <cugraphs/detail/launch_ring.hpp>
 #include <cugraphs/detail/native_graph.hpp>
 #include <cugraphs/detail/pool.hpp>
+#include <cugraphs/device_launch.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/update.hpp>
 
@@ -71,6 +72,7 @@ public:
     ring_ = std::move(c.ring);
     keep_alive_.insert(keep_alive_.end(), c.keep_alive.begin(), c.keep_alive.end());
     current_capture_ = id;
+    device_launch_ = c.device_launch;
     LastCapture::instance().set(graph_);
   }
 
@@ -83,15 +85,19 @@ public:
     // upload must not invalidate it.
     RelaxedCaptureMode relaxed;
     cudaGraphInstantiateParams params{};
-    params.flags = cudaGraphInstantiateFlagAutoFreeOnLaunch | cudaGraphInstantiateFlagUpload;
+    // A graph for device launch cannot free its allocations on relaunch (and holds none).
+    params.flags = cudaGraphInstantiateFlagUpload |
+                   (device_launch_ ? cudaGraphInstantiateFlagDeviceLaunch : cudaGraphInstantiateFlagAutoFreeOnLaunch);
     params.uploadStream = upload_stream_;
     cudaGraphExec_t exec = nullptr;
+    std::shared_ptr<void> status;
     {
       std::lock_guard lock(graph_->m);  // export_dot may be reading the graph on another thread
+      if (device_launch_) status = check_device_launchable(op);
       const cudaError_t e = cudaGraphInstantiateWithParams(&exec, graph_->graph, &params);
       if (e != cudaSuccess || params.result_out != cudaGraphInstantiateSuccess) {
         if (e != cudaSuccess) (void)cudaGetLastError();
-        raise(Error(e != cudaSuccess ? e : cudaErrorInvalidValue, instantiate_failure(e, params)));
+        raise(Error(e != cudaSuccess ? e : cudaErrorInvalidValue, instantiate_failure(e, params, graph_->graph)));
       }
     }
     if (const cudaError_t s = cudaStreamSynchronize(upload_stream_); s != cudaSuccess) {
@@ -99,7 +105,22 @@ public:
       throw_cuda(s, format("{}: waiting for the upload (cudaStreamSynchronize)", op));
     }
     exec_ = exec;
+    status_ = std::move(status);
     instantiated_capture_ = current_capture_;  // graph_'s nodes name the executable's
+  }
+
+  [[nodiscard]] bool device_launch() const noexcept { return device_launch_; }
+  // The handle kernels launch this executable with (instantiated for device launch).
+  [[nodiscard]] DeviceGraph device_graph() const noexcept { return {exec_, static_cast<int*>(status_.get())}; }
+  // The first failure of a device-side launch since the last call (cudaSuccess for none),
+  // cleared. Waits for the device work queued so far.
+  [[nodiscard]] cudaError_t take_device_status(std::string_view op) {
+    if (!status_) return cudaSuccess;
+    DeviceGuard on(device_);
+    int word = 0;
+    check(cudaMemcpy(&word, status_.get(), sizeof(word), cudaMemcpyDeviceToHost), "{}: reading the status word", op);
+    if (word != 0) check(cudaMemset(status_.get(), 0, sizeof(int)), "{}: clearing the status word", op);
+    return static_cast<cudaError_t>(word);
   }
 
   // Applies the capture `source` holds to this executable (cudaGraphExecUpdate); where it
@@ -157,8 +178,9 @@ public:
   // (see LaunchRing::launch). With a checked pool, the pool's check, the launch and its
   // record happen under the pool's lock; waiting for a free slot and staging do not (that
   // wait lasts until the device catches up, and must not lock other threads out).
+  // `op` names the call in the errors of waiting for a slot and of staging.
   template <class Stage>
-  void launch(cudaStream_t stream, PoolShare& pool, Stage&& stage) {
+  void launch(cudaStream_t stream, PoolShare& pool, Stage&& stage, std::string_view op) {
     if (stream != checked_stream_ || !stream_checked_) [[unlikely]]
       check_stream(stream);
     const auto go = [&] {
@@ -172,7 +194,7 @@ public:
         run();
     };
     if (ring_) [[unlikely]]
-      ring_->launch(stream, stage, guard, go, "Graph::replay");
+      ring_->launch(stream, stage, guard, go, op);
     else
       guard(go);
   }
@@ -191,6 +213,8 @@ public:
     identity_.reset();
     identity_nodes_.clear();
     keep_alive_.clear();  // after the executable: its replays used them
+    status_.reset();
+    device_launch_ = false;
     current_capture_ = instantiated_capture_ = 0;
     checked_stream_ = nullptr;  // the next capture may be on another device
     stream_checked_ = false;
@@ -204,6 +228,27 @@ public:
   }
 
 private:
+  // Before a device-launch instantiation: the device can launch graphs, and the graph holds
+  // nothing a device graph cannot (named with its index). Returns the status word, zeroed.
+  [[nodiscard]] std::shared_ptr<void> check_device_launchable(std::string_view op) {
+    int unified = 0;
+    check(cudaDeviceGetAttribute(&unified, cudaDevAttrUnifiedAddressing, device_), "{}: cudaDeviceGetAttribute", op);
+    if (unified == 0)
+      throw_error(cudaErrorNotSupported, op, "device {} cannot launch graphs from the device (it lacks unified "
+                                             "addressing); capture without CaptureOptions::device_launch",
+                  device_);
+    if (const auto bad = node_not_for_device_launch(graph_->graph, op))
+      throw_misuse(op, "the graph was captured for device launch (CaptureOptions::device_launch), but node {} of the "
+                       "capture is a {} node, which a graph launched from the device cannot hold (it holds kernel, "
+                       "memcpy, memset and child-graph nodes). Move that work out of the graph, or capture without "
+                       "device_launch",
+                   bad->index, node_type_name(bad->type));
+    auto status = private_device_memory(sizeof(int), "Graph::instantiate (device launch status)");
+    RelaxedCaptureMode relaxed;
+    check(cudaMemset(status.get(), 0, sizeof(int)), "{}: cudaMemset", op);
+    return status;
+  }
+
   // Refuses a stream of another device than the graph's, before anything is posted or
   // launched. A stream that passed is remembered, so that replays on it compare one handle;
   // the default streams, which follow the current device, are asked every time.
@@ -236,6 +281,8 @@ private:
     if (instantiated) {
       report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");  // freed once idle
       exec_ = std::exchange(source.exec_, nullptr);
+      status_ = std::move(source.status_);
+      device_launch_ = source.device_launch_;
       instantiated_capture_ = source.instantiated_capture_;
       identity_.reset();
       identity_nodes_.clear();
@@ -285,6 +332,8 @@ private:
     checked_stream_ = o.checked_stream_;
     stream_checked_ = std::exchange(o.stream_checked_, false);
     device_ = o.device_;
+    status_ = std::move(o.status_);
+    device_launch_ = std::exchange(o.device_launch_, false);
   }
 
   cudaGraphExec_t exec_ = nullptr;  // first: the replay path reads only this
@@ -303,6 +352,8 @@ private:
   cudaStream_t checked_stream_ = nullptr;
   bool stream_checked_ = false;
   int device_ = 0;
+  bool device_launch_ = false;    // instantiated (or to be) for launch from the device
+  std::shared_ptr<void> status_;  // device launch: the first failed device-side launch
 };
 
 }  // namespace cugraphs::detail

@@ -89,6 +89,41 @@ namespace cugraphs::detail {
   return false;
 }
 
+// The first node of `g` (its index and type) that a graph launched from the device cannot
+// hold: host functions, memory allocation and free nodes, events and external semaphores.
+// Kernel, memcpy, memset, empty and child-graph nodes pass (the child graphs are looked into);
+// instantiation judges the rest.
+struct NodeAt {
+  std::size_t index;
+  cudaGraphNodeType type;
+};
+[[nodiscard]] inline std::optional<NodeAt> node_not_for_device_launch(cudaGraph_t g, std::string_view op) {
+  const auto nodes = graph_nodes(g, op);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    cudaGraphNodeType t{};
+    check(cudaGraphNodeGetType(nodes[i], &t), "{}: cudaGraphNodeGetType", op);
+    switch (t) {
+      case cudaGraphNodeTypeHost:
+      case cudaGraphNodeTypeMemAlloc:
+      case cudaGraphNodeTypeMemFree:
+      case cudaGraphNodeTypeWaitEvent:
+      case cudaGraphNodeTypeEventRecord:
+      case cudaGraphNodeTypeExtSemaphoreSignal:
+      case cudaGraphNodeTypeExtSemaphoreWait:
+        return NodeAt{i, t};
+      case cudaGraphNodeTypeGraph: {
+        cudaGraph_t child = nullptr;
+        check(cudaGraphChildGraphNodeGetGraph(nodes[i], &child), "{}: cudaGraphChildGraphNodeGetGraph", op);
+        if (const auto inner = node_not_for_device_launch(child, op)) return NodeAt{i, inner->type};
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  return std::nullopt;
+}
+
 // What a capturing stream will attach its next node to.
 struct CaptureInfo {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

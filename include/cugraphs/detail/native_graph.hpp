@@ -17,7 +17,8 @@
 namespace cugraphs::detail {
 
 // Why cudaGraphInstantiateWithParams failed, in words.
-[[nodiscard]] inline std::string instantiate_failure(cudaError_t e, const cudaGraphInstantiateParams& p) {
+// `g` is the graph instantiated, to say where the failing node stands.
+[[nodiscard]] inline std::string instantiate_failure(cudaError_t e, const cudaGraphInstantiateParams& p, cudaGraph_t g) {
   std::string why;
   switch (p.result_out) {
     case cudaGraphInstantiateInvalidStructure:
@@ -40,6 +41,10 @@ namespace cugraphs::detail {
     cudaGraphNodeType t{};
     if (cudaGraphNodeGetType(p.errNode_out, &t) == cudaSuccess)
       why += detail::format("; the failing node is a {} node", node_type_name(t));
+    CUGRAPHS_TRY {  // the instantiation's failure is the one to report
+      if (const auto i = node_index(g, p.errNode_out, "Graph::instantiate")) why += format(", node {} of the capture", *i);
+    } CUGRAPHS_CATCH_ALL {
+    }
   }
   return detail::format("cugraphs: Graph::instantiate (cudaGraphInstantiateWithParams) failed: {}.{}",
                      why, error_hint(e));

@@ -3,11 +3,15 @@
 #pragma once
 
 #include <cugraphs/error.hpp>
+#include <cugraphs/flatten.hpp>
 
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
 #include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
 
 namespace cugraphs::detail {
 
@@ -29,6 +33,26 @@ inline void check_input_leaf(std::size_t i, const void* data, std::size_t size, 
 inline void copy_leaf(const void* to, const void* from, std::size_t bytes, cudaStream_t stream, std::string_view op) {
   if (bytes == 0 || from == to) return;
   check(cudaMemcpyAsync(const_cast<void*>(to), from, bytes, cudaMemcpyDefault, stream), "{}: cudaMemcpyAsync", op);
+}
+
+// The seed's staging by copies: every leaf of `inputs` onto the matching leaf of `statics`
+// (the element types checked at compile time, every size before anything is enqueued, and
+// `precheck` first), one cudaMemcpyAsync per leaf not already in place.
+template <class Statics, class Inputs, class Precheck>
+void stage_copies(const Statics& statics, const Inputs& inputs, cudaStream_t stream, std::string_view op,
+                  Precheck&& precheck) {
+  static_assert(leaf_count_v<Statics> == leaf_count_v<Inputs>,
+                "cugraphs: stage_and_launch needs as many input leaves as static leaves");
+  const auto to = flatten(statics);
+  const auto from = flatten(inputs);
+  [&]<std::size_t... I>(std::index_sequence<I...>) {
+    static_assert((std::is_same_v<typename std::tuple_element_t<I, decltype(to)>::value_type,
+                                  typename std::tuple_element_t<I, decltype(from)>::value_type> && ...),
+                  "cugraphs: stage_and_launch: every input leaf must have its static leaf's element type");
+    precheck();
+    (check_input_leaf(I, std::get<I>(from).data(), std::get<I>(from).size(), std::get<I>(to).size(), op), ...);
+    (copy_leaf(std::get<I>(to).data(), std::get<I>(from).data(), std::get<I>(from).size_bytes(), stream, op), ...);
+  }(std::make_index_sequence<leaf_count_v<Statics>>{});
 }
 
 }  // namespace cugraphs::detail

@@ -1,0 +1,136 @@
+// DeviceDispatch: a key the device computed picks the graph that runs next, with no round
+// trip through the host: a one-kernel dispatcher graph reads the key when it runs and
+// tail-launches the graph of the matching bucket. Optional and nvcc-only (not in the
+// umbrella): its kernel calls the device runtime's cudaGraphLaunch, which only translation
+// units that dispatch should carry.
+#pragma once
+
+#include <cugraphs/capture.hpp>
+#include <cugraphs/device_launch.hpp>
+#include <cugraphs/detail/device.hpp>
+#include <cugraphs/error.hpp>
+
+#if !defined(__CUDACC__)
+#  error "cugraphs/device_dispatch.hpp holds device code: include it only from sources compiled by nvcc"
+#endif
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <span>
+#include <string_view>
+#include <vector>
+
+namespace cugraphs {
+
+namespace detail {
+
+// What the dispatcher kernel reads: the key, the buckets' bounds and graphs, and the status
+// words ([0] the first failure, [1] a key above every bound).
+struct DispatchArgs {
+  const unsigned* key;
+  const unsigned* bounds;
+  const DeviceGraph* graphs;
+  unsigned count;
+  int* status;
+};
+inline constexpr int kDispatchKeyOutOfRange = -1;  // cudaError_t values are not negative
+
+// One thread: the smallest bound not below the key, then a tail launch of its graph.
+template <int = 0>
+__global__ void dispatch_kernel(DispatchArgs a) {
+  const unsigned key = *a.key;
+  unsigned lo = 0, hi = a.count;
+  while (lo < hi) {
+    const unsigned mid = (lo + hi) / 2;
+    if (a.bounds[mid] < key) lo = mid + 1;
+    else hi = mid;
+  }
+  if (lo == a.count) {
+    if (atomicCAS(a.status, 0, kDispatchKeyOutOfRange) == 0) a.status[1] = static_cast<int>(key);
+    return;
+  }
+  const cudaError_t e = cudaGraphLaunch(a.graphs[lo].exec, cudaStreamGraphTailLaunch);
+  if (e != cudaSuccess) atomicCAS(a.status, 0, static_cast<int>(e));
+}
+
+}  // namespace detail
+
+/// Runs, on the device, the graph of the smallest bucket that holds `*key`, a value a kernel
+/// wrote: bucket i takes keys up to bounds[i] (strictly ascending). Each bucket's Graph must
+/// be captured with CaptureOptions::device_launch and outlive the dispatch. replay() launches
+/// the dispatcher graph, whose kernel reads the key when it runs and tail-launches the
+/// bucket's graph: work queued after replay() on the stream waits for both. A key above the
+/// largest bound runs no bucket and is reported by check(), with the key; so is a launch the
+/// device refused.
+class DeviceDispatch {
+public:
+  DeviceDispatch(std::span<Graph* const> buckets, std::span<const unsigned> bounds, const unsigned* key) {
+    constexpr std::string_view op = "DeviceDispatch";
+    if (buckets.empty()) detail::throw_misuse(op, "no bucket graphs were given");
+    if (buckets.size() != bounds.size())
+      detail::throw_misuse(op, "{} bucket graphs but {} bounds; give one bound per graph", buckets.size(), bounds.size());
+    for (std::size_t i = 1; i < bounds.size(); ++i)
+      if (bounds[i] <= bounds[i - 1])
+        detail::throw_misuse(op, "the bounds must ascend strictly: bound {} is {} after {}", i, bounds[i], bounds[i - 1]);
+    if (key == nullptr) detail::throw_misuse(op, "the key pointer is null");
+    const int device = detail::current_device();
+    detail::check_device_readable(key, device, op, "the key pointer");
+    std::vector<DeviceGraph> graphs;
+    for (std::size_t i = 0; i < buckets.size(); ++i) {
+      if (buckets[i] == nullptr) detail::throw_misuse(op, "bucket graph {} is null", i);
+      graphs.push_back(buckets[i]->device_graph());  // refuses a graph not made for device launch
+    }
+    const std::size_t n = graphs.size();
+    graphs_ = detail::PrivateArray<DeviceGraph>(n, op);
+    bounds_ = detail::PrivateArray<unsigned>(n, op);
+    status_ = detail::PrivateArray<int>(2, op);  // [0] the first failure, [1] the key out of range
+    detail::check(cudaMemcpy(graphs_.data(), graphs.data(), graphs_.bytes(), cudaMemcpyHostToDevice), "{}: cudaMemcpy",
+                  op);
+    detail::check(cudaMemcpy(bounds_.data(), bounds.data(), bounds_.bytes(), cudaMemcpyHostToDevice), "{}: cudaMemcpy",
+                  op);
+    detail::check(cudaMemset(status_.data(), 0, status_.bytes()), "{}: cudaMemset", op);
+    largest_ = bounds.back();
+    const detail::DispatchArgs args{key, bounds_.data(), graphs_.data(), static_cast<unsigned>(n), status_.data()};
+    CaptureOptions co;
+    co.device_launch = true;
+    CaptureScope scope(dispatcher_, co);
+    detail::dispatch_kernel<<<1, 1, 0, scope.stream()>>>(args);
+    detail::check(cudaGetLastError(), "{}: launching the dispatcher kernel", op);
+    scope.end();
+  }
+
+  /// Launches the dispatcher on this thread's current_stream().
+  void replay() { dispatcher_.replay(); }
+  /// Launches the dispatcher on `stream`.
+  void replay(cudaStream_t stream) { dispatcher_.replay(stream); }
+
+  /// Throws the first failure since the last check (a key above the largest bound, a
+  /// refused device-side launch) and forgets it. Waits for the work queued so far.
+  void check() {
+    constexpr std::string_view op = "DeviceDispatch::check";
+    int words[2] = {0, 0};
+    detail::check(cudaMemcpy(words, status_.data(), sizeof(words), cudaMemcpyDeviceToHost), "{}: cudaMemcpy", op);
+    if (words[0] == 0) return;
+    detail::check(cudaMemset(status_.data(), 0, status_.bytes()), "{}: cudaMemset", op);
+    if (words[0] == detail::kDispatchKeyOutOfRange)
+      detail::throw_misuse(op, "a key of {} was above the largest bucket bound, {}: no bucket graph ran for it. "
+                               "Add a bucket that holds it, or clamp the key before the dispatch",
+                           static_cast<unsigned>(words[1]), largest_);
+    const auto e = static_cast<cudaError_t>(words[0]);
+    detail::throw_error(e, op, "the dispatcher's launch of a bucket graph from the device failed: {} ({})",
+                        cudaGetErrorName(e), cudaGetErrorString(e));
+  }
+
+  /// The dispatcher graph (one kernel node), instantiated for device launch.
+  [[nodiscard]] const Graph& dispatcher() const noexcept { return dispatcher_; }
+
+private:
+  detail::PrivateArray<DeviceGraph> graphs_;
+  detail::PrivateArray<unsigned> bounds_;
+  detail::PrivateArray<int> status_;
+  unsigned largest_ = 0;
+  Graph dispatcher_;  // last: it goes first, before the arrays its kernel reads
+};
+
+}  // namespace cugraphs

@@ -1,0 +1,147 @@
+// Typed kernel launches through cudaLaunchKernelEx: argument types checked at compile time;
+// on request a programmatic dependent launch (PDL), whose captured edge from the previous
+// kernel becomes a programmatic dependency; and captured launches made device-updatable.
+#pragma once
+
+#include <cugraphs/config.hpp>
+#include <cugraphs/device_launch.hpp>
+#include <cugraphs/error.hpp>
+#include <cugraphs/stream.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <memory>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+
+namespace cugraphs {
+
+/// How cugraphs::launch runs a kernel.
+struct LaunchConfig {
+  dim3 grid{1, 1, 1};
+  dim3 block{1, 1, 1};
+  std::size_t shared_bytes = 0;  ///< dynamic shared memory per block
+  /// Programmatic dependent launch (compute capability 9.0 and newer): the kernel may start
+  /// while the kernel before it on the stream is still running, and must call pdl::wait()
+  /// before it reads what that kernel wrote; its prologue (index math, loads of constants)
+  /// then overlaps the previous kernel's tail. Captured, the edge from the previous kernel
+  /// becomes a programmatic dependency of the graph. Older devices run it as a plain launch.
+  bool programmatic = false;
+};
+
+namespace detail {
+
+// cudaLaunchKernelEx with `config`'s attributes; with `updatable`, the captured node is made
+// device-updatable and its handle written there.
+template <class... P, class... A>
+void launch_ex(cudaStream_t stream, const LaunchConfig& config, void (*kernel)(P...), void* updatable,
+               std::string_view op, const A&... args) {
+  static_assert(sizeof...(A) == sizeof...(P), "cugraphs::launch takes one argument per parameter of the kernel");
+  static_assert((std::is_convertible_v<const A&, std::remove_cvref_t<P>> && ...),
+                "cugraphs::launch: every argument must convert to its kernel parameter's type");
+  std::tuple<std::remove_cvref_t<P>...> values(static_cast<std::remove_cvref_t<P>>(args)...);
+  std::apply(
+      [&](auto&... value) {
+        void* params[sizeof...(P) + 1] = {static_cast<void*>(std::addressof(value))..., nullptr};
+        cudaLaunchAttribute attributes[2]{};
+        unsigned n = 0;
+        if (config.programmatic) {
+          attributes[n].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+          attributes[n++].val.programmaticStreamSerializationAllowed = 1;
+        }
+#if CUGRAPHS_HAS_DEVICE_UPDATABLE_NODES
+        if (updatable != nullptr) {
+          attributes[n].id = cudaLaunchAttributeDeviceUpdatableKernelNode;
+          attributes[n++].val.deviceUpdatableKernelNode.deviceUpdatable = 1;
+        }
+#endif
+        cudaLaunchConfig_t c{};
+        c.gridDim = config.grid;
+        c.blockDim = config.block;
+        c.dynamicSmemBytes = config.shared_bytes;
+        c.stream = stream;
+        c.attrs = n != 0 ? attributes : nullptr;
+        c.numAttrs = n;
+        check(cudaLaunchKernelExC(&c, reinterpret_cast<const void*>(kernel), params), "{} (cudaLaunchKernelEx{})", op,
+              config.programmatic ? ", programmatic" : "");
+#if CUGRAPHS_HAS_DEVICE_UPDATABLE_NODES
+        if (updatable != nullptr)
+          *static_cast<cudaGraphDeviceNode_t*>(updatable) = attributes[n - 1].val.deviceUpdatableKernelNode.devNode;
+#endif
+      },
+      values);
+}
+
+}  // namespace detail
+
+/// Launches `kernel` with `args` on `stream` as `config` says (cudaLaunchKernelEx). Each
+/// argument must convert to its parameter's type; a failed launch is an Error.
+template <class... P, class... A>
+void launch(cudaStream_t stream, const LaunchConfig& config, void (*kernel)(P...), const A&... args) {
+  detail::launch_ex(stream, config, kernel, nullptr, "cugraphs::launch", args...);
+}
+
+/// The same on this thread's current_stream() (the capture stream inside a CaptureScope).
+template <class... P, class... A>
+void launch(const LaunchConfig& config, void (*kernel)(P...), const A&... args) {
+  launch(current_stream(), config, kernel, args...);
+}
+
+#if CUGRAPHS_HAS_DEVICE_UPDATABLE_NODES
+/// Captures a launch of `kernel` on `stream` (a capturing stream) as a device-updatable
+/// kernel node (CUDA 12.4+) and returns its handle, which kernels use to enable or disable
+/// the node, change its grid or one of its arguments while the graph is instantiated. A
+/// graph holding such nodes is instantiated once (CUDA refuses a second instantiation).
+template <class... P, class... A>
+[[nodiscard]] DeviceKernelNode<P...> launch_updatable(cudaStream_t stream, const LaunchConfig& config,
+                                                      void (*kernel)(P...), const A&... args) {
+  constexpr std::string_view op = "cugraphs::launch_updatable";
+  if (!is_capturing(stream))
+    detail::throw_misuse(op, "the stream is not capturing: a device-updatable kernel node exists only in a graph; "
+                             "launch it inside a CaptureScope (on scope.stream() or current_stream())");
+  DeviceKernelNode<P...> node;
+  for (std::size_t i = 0; i < sizeof...(P); ++i) {
+    std::size_t size = 0;
+    detail::check(cudaFuncGetParamInfo(reinterpret_cast<const void*>(kernel), i, &node.offsets[i], &size),
+                  "{}: cudaFuncGetParamInfo (parameter {})", op, i);
+  }
+  detail::launch_ex(stream, config, kernel, &node.node, op, args...);
+  return node;
+}
+
+/// The same on current_stream() (the capture stream inside a CaptureScope).
+template <class... P, class... A>
+[[nodiscard]] DeviceKernelNode<P...> launch_updatable(const LaunchConfig& config, void (*kernel)(P...),
+                                                      const A&... args) {
+  return launch_updatable(current_stream(), config, kernel, args...);
+}
+#endif
+
+#if defined(__CUDACC__)
+/// Device side of programmatic dependent launch. Both compile to nothing below compute
+/// capability 9.0, where launches are never programmatic.
+namespace pdl {
+
+/// Waits until the kernels this one depends on programmatically have completed and their
+/// writes are visible: call it before reading their results (cudaGridDependencySynchronize).
+__device__ inline void wait() {
+#  if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#  endif
+}
+
+/// Lets a programmatic kernel after this one be scheduled once every block of this one has
+/// called it (or exited), so its prologue overlaps this kernel's tail; its wait() still
+/// waits for this kernel to complete (cudaTriggerProgrammaticLaunchCompletion).
+__device__ inline void trigger() {
+#  if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" :::);
+#  endif
+}
+
+}  // namespace pdl
+#endif
+
+}  // namespace cugraphs

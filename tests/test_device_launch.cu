@@ -1,0 +1,269 @@
+// Device-side launch on the GPU: graphs captured with CaptureOptions::device_launch, replayed
+// from the host and launched by kernels (tail, fire-and-forget, sibling); the status word
+// through which a failed device-side launch reaches the host; what such a graph refuses to
+// hold, in words; and DeviceDispatch, which picks a bucket graph from a key on the device.
+#include "kernels.cuh"
+#include "testing.hpp"
+
+#include <cugraphs/device_dispatch.hpp>
+#include <cugraphs/graph.hpp>
+
+#include <array>
+#include <vector>
+
+using namespace cugraphs_test;
+using cugraphs::CaptureOptions;
+using cugraphs::CaptureScope;
+using cugraphs::DeviceBuffer;
+using cugraphs::Graph;
+
+namespace {
+
+constexpr std::size_t kN = 3000;  // not a multiple of the block size
+
+__global__ void add_kernel(float* x, std::size_t n, float v) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] += v;
+}
+
+__global__ void set_kernel(unsigned* p, unsigned v) { *p = v; }
+
+// Launches `g` from the device: 0 tail, 1 fire-and-forget, 2 sibling.
+__global__ void launch_from_device(cugraphs::DeviceGraph g, int how) {
+  if (how == 0) g.launch_tail();
+  else if (how == 1) g.launch_fire_and_forget();
+  else g.launch_sibling();
+}
+
+CaptureOptions for_device() {
+  CaptureOptions o;
+  o.device_launch = true;
+  return o;
+}
+
+// A graph for device launch that adds `v` to every element of `x`.
+Graph adding(DeviceBuffer<float>& x, float v) {
+  Graph g;
+  CaptureScope scope(g, for_device());
+  add_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, v);
+  cugraphs::check_launch("add_kernel");
+  scope.end();
+  return g;
+}
+
+void require_all(const DeviceBuffer<float>& x, float v) {
+  const auto h = host(x);
+  for (std::size_t i = 0; i < h.size(); i += 101) REQUIRE(h[i] == v);
+  REQUIRE(h.back() == v);
+}
+
+}  // namespace
+
+TEST_CASE("Device launch: a graph captured for device launch replays from the host, and kernels launch it as a "
+          "tail launch, fire-and-forget and sibling",
+          "[device_launch][gpu]") {
+  DeviceBuffer<float> x(kN);
+  put_all(x, 1.0f);
+  Graph g = adding(x, 2.0f);
+  g.replay();
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  require_all(x, 3.0f);
+  float expected = 3.0f;
+  for (const int how : {0, 1, 2}) {
+    Graph launcher;
+    {
+      CaptureScope scope(launcher, for_device());
+      launch_from_device<<<1, 1, 0, scope.stream()>>>(g.device_graph(), how);
+    }
+    for (int r = 0; r < 3; ++r) {
+      launcher.replay();
+      expected += 2.0f;
+    }
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    INFO("launch kind " << how);
+    require_all(x, expected);
+  }
+  g.check_device_launches();  // none failed: no throw
+}
+
+TEST_CASE("Device launch: a device-side launch that fails is recorded and reported by check_device_launches, "
+          "once",
+          "[device_launch][reliability][gpu]") {
+  DeviceBuffer<float> x(kN);
+  put_all(x, 5.0f);
+  Graph g = adding(x, 1.0f);
+  // Launched by a kernel that runs outside any graph: the device refuses the launch.
+  launch_from_device<<<1, 1>>>(g.device_graph(), 0);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  require_all(x, 5.0f);  // nothing ran
+  const auto e = expect_error([&] { g.check_device_launches(); });
+  CHECK(e.code() != cudaSuccess);
+  CHECK(contains(e.what(), "Graph::check_device_launches"));
+  CHECK(contains(e.what(), "from the device failed"));
+  g.check_device_launches();  // reported once
+  g.replay();                 // the graph stays usable
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  require_all(x, 6.0f);
+}
+
+TEST_CASE("Device launch: what a device graph cannot hold is an Error naming the node, and a graph not made for "
+          "device launch has no device handle",
+          "[device_launch][reliability][gpu]") {
+  DeviceBuffer<float> x(kN);
+  SECTION("a host function node") {
+    Graph g;
+    const auto e = expect_error([&] {
+      CaptureScope scope(g, for_device());
+      add_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 1.0f);
+      cugraphs::check(cudaLaunchHostFunc(scope.stream(), [](void*) {}, nullptr), "cudaLaunchHostFunc");
+      scope.end();
+    });
+    CHECK(contains(e.what(), "device launch"));
+    CHECK(contains(e.what(), "host function"));
+    CHECK(contains(e.what(), "node 1"));
+    CHECK_FALSE(g.is_instantiated());
+  }
+  SECTION("a memory allocation node") {
+    Graph g;
+    const auto e = expect_error([&] {
+      CaptureScope scope(g, for_device());
+      void* p = nullptr;
+      cugraphs::check(cudaMallocAsync(&p, 1024, scope.stream()), "cudaMallocAsync");
+      cugraphs::check(cudaFreeAsync(p, scope.stream()), "cudaFreeAsync");
+      scope.end();
+    });
+    CHECK(contains(e.what(), "memory allocation"));
+    CHECK(contains(e.what(), "node 0"));
+  }
+  SECTION("random numbers drawn through a Generator") {
+    Graph g;
+    cugraphs::Generator gen(7);
+    CaptureScope scope(g, for_device());
+    const auto e = expect_error([&] { (void)gen.philox(4); });
+    CHECK(contains(e.what(), "device launch"));
+    scope.abort();
+  }
+  SECTION("a graph captured without device_launch") {
+    Graph g;
+    cugraphs::capture(g, [&](cudaStream_t s) { add_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 1.0f); });
+    const auto e = expect_error([&] { (void)g.device_graph(); });
+    CHECK(contains(e.what(), "CaptureOptions::device_launch"));
+  }
+}
+
+TEST_CASE("DeviceDispatch: a key written by a kernel picks the smallest bucket that holds it, with no host round "
+          "trip; a key above every bucket is reported",
+          "[device_launch][dispatch][gpu]") {
+  DeviceBuffer<unsigned> key(1), ran(1);
+  const std::array<unsigned, 3> bounds{4, 16, 64};
+  std::vector<Graph> buckets;
+  for (unsigned b = 0; b < bounds.size(); ++b) {
+    Graph g;
+    CaptureScope scope(g, for_device());
+    set_kernel<<<1, 1, 0, scope.stream()>>>(ran.data(), b + 1);
+    scope.end();
+    buckets.push_back(std::move(g));
+  }
+  std::vector<Graph*> pointers;
+  for (auto& g : buckets) pointers.push_back(&g);
+  cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
+  cugraphs::Stream s;
+  cugraphs::StreamGuard on(s);
+  const std::array<std::pair<unsigned, unsigned>, 6> cases{{{1, 1}, {4, 1}, {5, 2}, {16, 2}, {17, 3}, {64, 3}}};
+  for (const auto& [k, bucket] : cases) {
+    put(ran, 0u);
+    set_kernel<<<1, 1, 0, s>>>(key.data(), k);  // the key is only known on the device
+    dispatch.replay();
+    s.synchronize();
+    INFO("key " << k);
+    CHECK(get(ran) == bucket);
+  }
+  dispatch.check();  // nothing to report
+  put(ran, 0u);
+  set_kernel<<<1, 1, 0, s>>>(key.data(), 65u);
+  dispatch.replay();
+  s.synchronize();
+  CHECK(get(ran) == 0u);
+  const auto e = expect_error([&] { dispatch.check(); });
+  CHECK(contains(e.what(), "a key of 65 was above the largest bucket bound, 64"));
+  const auto misuse = expect_error([&] { cugraphs::DeviceDispatch bad(pointers, std::array<unsigned, 3>{4, 4, 8}, key.data()); });
+  CHECK(contains(misuse.what(), "ascend strictly"));
+}
+
+#if CUGRAPHS_HAS_DEVICE_UPDATABLE_NODES
+namespace {
+
+using ScaleNode = cugraphs::DeviceKernelNode<float*, std::size_t, float>;
+
+__global__ void scale_kernel(float* x, std::size_t n, float a) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] *= a;
+}
+
+// Changes the scale node, which runs right after it: 0 disables it, 1 enables it with a = 3,
+// 2 enables it with one block only. The handle is read from device memory: the node is
+// captured after this kernel, so its handle is known only once the capture has ended.
+__global__ void update_scale(const ScaleNode* node, const int* mode, int* status) {
+  cudaError_t e = cudaSuccess;
+  if (*mode == 0) {
+    e = node->set_enabled(false);
+  } else if (*mode == 1) {
+    e = node->set_enabled(true);
+    if (e == cudaSuccess) e = node->set_arg<2>(3.0f);
+  } else {
+    e = node->set_enabled(true);
+    if (e == cudaSuccess) e = node->set_grid(dim3(1));
+  }
+  if (e != cudaSuccess) *status = static_cast<int>(e);
+}
+
+}  // namespace
+
+TEST_CASE("Device launch: a kernel disables, re-enables, re-grids and re-parameterizes a device-updatable node of "
+          "its graph",
+          "[device_launch][device_update][gpu]") {
+  DeviceBuffer<float> x(kN);
+  DeviceBuffer<int> mode(1), status(1);
+  DeviceBuffer<ScaleNode> handle(1);
+  put(status, 0);
+  Graph g;
+  ScaleNode node;
+  {
+    CaptureScope scope(g);
+    update_scale<<<1, 1, 0, scope.stream()>>>(handle.data(), mode.data(), status.data());
+    cugraphs::LaunchConfig config;
+    config.grid = dim3(static_cast<unsigned>(blocks_for(kN)));
+    config.block = dim3(kThreads);
+    node = cugraphs::launch_updatable(config, scale_kernel, x.data(), kN, 1.0f);
+    scope.end();
+  }
+  put(handle, node);
+  const std::array<int, 3> modes{1, 0, 2};
+  for (const int m : modes) {
+    put_all(x, 2.0f);
+    put(mode, m);
+    g.replay();
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    REQUIRE(get(status) == 0);
+    const auto h = host(x);
+    INFO("mode " << m);
+    if (m == 1) {
+      CHECK(h[0] == 6.0f);
+      CHECK(h[kN - 1] == 6.0f);
+    } else if (m == 0) {
+      CHECK(h[0] == 2.0f);
+      CHECK(h[kN - 1] == 2.0f);
+    } else {  // one block of a = 3 (the argument set in mode 1 stays)
+      CHECK(h[0] == 6.0f);
+      CHECK(h[kThreads - 1] == 6.0f);
+      CHECK(h[kThreads] == 2.0f);
+      CHECK(h[kN - 1] == 2.0f);
+    }
+  }
+  const auto e = expect_error([&] {
+    cugraphs::LaunchConfig config;
+    (void)cugraphs::launch_updatable(cugraphs::current_stream(), config, scale_kernel, x.data(), kN, 1.0f);
+  });
+  CHECK(contains(e.what(), "the stream is not capturing"));
+}
+#endif

@@ -1,0 +1,114 @@
+// cugraphs::launch on the GPU: typed launches through cudaLaunchKernelEx, and programmatic
+// dependent launches captured into a graph, whose edges become programmatic dependencies
+// and whose results are bitwise those of the plain graph.
+#include "kernels.cuh"
+#include "testing.hpp"
+
+#include <cugraphs/graph.hpp>
+
+#include <vector>
+
+using namespace cugraphs_test;
+using cugraphs::DeviceBuffer;
+
+namespace {
+
+constexpr std::size_t kN = 5000;  // not a multiple of the block size
+
+// One link of a dependent chain: y = x * 1.0001 + k, read only after the kernel before has
+// completed (pdl::wait), with the index math done before the wait.
+__global__ void link_kernel(float* y, const float* x, std::size_t n, int k) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  const float add = static_cast<float>(k % 7) * 0.25f;
+  cugraphs::pdl::wait();
+  if (i < n) y[i] = x[i] * 1.0001f + add;
+  cugraphs::pdl::trigger();
+}
+
+// `links` kernels ping-ponging between a and b, each launched with `programmatic`.
+void chain(DeviceBuffer<float>& a, DeviceBuffer<float>& b, int links, bool programmatic) {
+  cugraphs::LaunchConfig config;
+  config.grid = dim3(static_cast<unsigned>(blocks_for(kN)));
+  config.block = dim3(kThreads);
+  config.programmatic = programmatic;
+  for (int k = 0; k < links; ++k) {
+    float* dst = k % 2 == 0 ? b.data() : a.data();
+    const float* src = k % 2 == 0 ? a.data() : b.data();
+    cugraphs::launch(config, link_kernel, dst, src, kN, k);
+  }
+}
+
+// How many edges of `g` are programmatic dependencies.
+std::size_t programmatic_edges(cudaGraph_t g) {
+  std::size_t n = 0;
+#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+  const auto get_edges = cudaGraphGetEdges;
+#else
+  const auto get_edges = cudaGraphGetEdges_v2;
+#endif
+  REQUIRE(get_edges(g, nullptr, nullptr, nullptr, &n) == cudaSuccess);
+  std::vector<cudaGraphNode_t> from(n), to(n);
+  std::vector<cudaGraphEdgeData> data(n);
+  if (n != 0) REQUIRE(get_edges(g, from.data(), to.data(), data.data(), &n) == cudaSuccess);
+  std::size_t programmatic = 0;
+  for (const auto& e : data) programmatic += e.type == cudaGraphDependencyTypeProgrammatic ? 1 : 0;
+  return programmatic;
+}
+
+}  // namespace
+
+TEST_CASE("launch: a typed launch on the current stream runs the kernel with its arguments", "[launch][gpu]") {
+  auto x = filled(kN, 3);
+  DeviceBuffer<float> y(kN);
+  cugraphs::Stream s;
+  cugraphs::StreamGuard on(s);
+  cugraphs::LaunchConfig config;
+  config.grid = dim3(static_cast<unsigned>(blocks_for(kN)));
+  config.block = dim3(kThreads);
+  cugraphs::launch(config, link_kernel, y.data(), x.data(), kN, 3);
+  s.synchronize();
+  const auto in = host(x);
+  const auto out = host(y);
+  for (std::size_t i = 0; i < kN; i += 97) CHECK(out[i] == in[i] * 1.0001f + 0.75f);
+}
+
+TEST_CASE("launch: programmatic launches captured into a graph become programmatic edges and give the plain "
+          "graph's results bitwise",
+          "[launch][pdl][gpu]") {
+  const int links = 40;
+  auto a0 = filled(kN, 11);
+  std::vector<float> plain_result, pdl_result;
+  std::size_t plain_edges = 0, pdl_edges = 0;
+  for (const bool programmatic : {false, true}) {
+    DeviceBuffer<float> a(kN), b(kN);
+    cugraphs::Graph g;
+    {
+      cugraphs::CaptureScope scope(g);
+      chain(a, b, links, programmatic);
+    }
+    (programmatic ? pdl_edges : plain_edges) = programmatic_edges(g.native_graph());
+    for (int replay = 0; replay < 3; ++replay) {
+      copy_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(a.data(), a0.data(), kN);
+      put_all(b, -1.0f);  // poisoned
+      g.replay();
+    }
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    (programmatic ? pdl_result : plain_result) = host(links % 2 == 0 ? a : b);
+  }
+  CHECK(plain_edges == 0);
+  int cc = 0;
+  REQUIRE(cudaDeviceGetAttribute(&cc, cudaDevAttrComputeCapabilityMajor, 0) == cudaSuccess);
+  if (cc >= 9) CHECK(pdl_edges == static_cast<std::size_t>(links - 1));
+  CHECK(bitwise_equal(plain_result, pdl_result));
+  CHECK(plain_result[17] != -1.0f);
+}
+
+TEST_CASE("launch: a failed launch is an Error naming cugraphs::launch", "[launch][gpu]") {
+  DeviceBuffer<float> y(kN);
+  cugraphs::LaunchConfig config;
+  config.grid = dim3(1);
+  config.block = dim3(4096);  // more threads than a block may have
+  const auto e = expect_error([&] { cugraphs::launch(config, link_kernel, y.data(), y.data(), kN, 0); });
+  CHECK((e.code() == cudaErrorInvalidConfiguration || e.code() == cudaErrorInvalidValue));
+  CHECK(contains(e.what(), "cugraphs::launch"));
+}
