@@ -1,7 +1,11 @@
 // Replays of a graph whose kernel draws random numbers through a Generator (each replay
 // posts the generator's (seed, offset) to the graph's ring before cudaGraphLaunch) against
 // the same graph drawing from fixed arguments: host cost with the stream kept busy, and
-// back-to-back replays to completion.
+// back-to-back replays to completion. Then the sweep issue 29 chooses by: graphs of 1, 10
+// and 100 small drawing kernels, to completion and host cost, three ways: fixed arguments (no
+// fresh numbers: the floor), the ring (cugraphs today), and the alternative under study, a
+// cudaGraphExecKernelNodeSetParams of every drawing node before each cudaGraphLaunch (raw
+// CUDA here: what that design would cost before it is built).
 #include "suite.hpp"
 
 #include <cugraphs/graph.hpp>
@@ -21,6 +25,65 @@ __global__ void uniforms(float* out, unsigned n, cugraphs::PhiloxArgs args) {
   curandStatePhilox4_32_10_t state;
   curand_init(seed, i, offset, &state);
   out[i] = curand_uniform(&state);
+}
+
+// Graphs of `kernels` small drawing kernels, three ways (see the header).
+void rng_sweep(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
+  constexpr unsigned n = 1u << 14;  // small kernels: the latency-bound case
+  std::printf("\n== RNG sweep: graphs of small drawing kernels, fixed args / ring / per-launch node params\n");
+  std::printf("%-8s %12s %12s %12s %9s %9s | %10s %10s %10s\n", "kernels", "fixed done", "ring done", "params done",
+              "ring/fix", "param/fix", "fixed host", "ring host", "param host");
+  for (const int kernels : {1, 10, 100}) {
+    cugraphs::DeviceBuffer<float> out(n * static_cast<std::size_t>(kernels));
+    cugraphs::Graph fixed, ring, params;
+    auto capture_with = [&](cugraphs::Graph& g, bool fresh) {
+      cugraphs::capture(g, [&](cudaStream_t s) {
+        for (int k = 0; k < kernels; ++k)
+          uniforms<<<n / 256, 256, 0, s>>>(out.data() + k * std::size_t{n}, n,
+                                           fresh ? gen.philox(4) : cugraphs::PhiloxArgs{1, 4u * k, nullptr});
+      });
+    };
+    capture_with(fixed, false);
+    capture_with(ring, true);
+    capture_with(params, false);
+    cugraphs::check_launch("uniforms");
+    // The alternative: before each launch, every drawing node gets this launch's (seed,
+    // offset) by value (cudaGraphExecKernelNodeSetParams applies to later launches only).
+    std::vector<cudaGraphNode_t> nodes(static_cast<std::size_t>(kernels));
+    std::size_t count = nodes.size();
+    cugraphs::check(cudaGraphGetNodes(params.native_graph(), nodes.data(), &count), "cudaGraphGetNodes");
+    std::uint64_t offset = 0;
+    auto params_launch = [&] {
+      for (std::size_t k = 0; k < count; ++k) {
+        float* dst = out.data() + k * std::size_t{n};
+        unsigned size = n;
+        cugraphs::PhiloxArgs args{7, offset + 4 * k, nullptr};
+        void* values[] = {&dst, &size, &args};
+        cudaKernelNodeParams p{};
+        p.func = reinterpret_cast<void*>(&uniforms);
+        p.gridDim = dim3(n / 256);
+        p.blockDim = dim3(256);
+        p.kernelParams = values;
+        cugraphs::check(cudaGraphExecKernelNodeSetParams(params.native_exec(), nodes[k], &p), "SetParams");
+      }
+      offset += 4 * count;
+      cugraphs::check(cudaGraphLaunch(params.native_exec(), stream), "cudaGraphLaunch");
+    };
+    const double fd = to_done([&] { fixed.replay(); }, stream);
+    const double rd = to_done([&] { ring.replay(); }, stream);
+    const double pd = to_done(params_launch, stream);
+    HostTimer timer(stream);
+    const auto h = timer.medians({[&] { fixed.replay(); }, [&] { ring.replay(); }, params_launch}, 16, reps(40), 3);
+    std::printf("%-8d %9.2f us %9.2f us %9.2f us %9.3f %9.3f | %7.2f us %7.2f us %7.2f us\n", kernels, fd, rd, pd,
+                rd / fd, pd / fd, h[0], h[1], h[2]);
+    Json& row = report.section("rng_sweep")[std::to_string(kernels)];
+    row["fixed_done_us"] = fd;
+    row["ring_done_us"] = rd;
+    row["params_done_us"] = pd;
+    row["fixed_host_us"] = h[0];
+    row["ring_host_us"] = h[1];
+    row["params_host_us"] = h[2];
+  }
 }
 
 }  // namespace
@@ -57,12 +120,15 @@ void rng_section(Report& report, cudaStream_t stream) {
   std::printf("%-26s %11.3f us %11.3f us %8.3f %8s %s\n", "host cost per replay", m[0], m[1], ratio, "<= 1.1", v.c_str());
   std::printf("%-26s %11.2f us %11.2f us %8.3f\n", "to done, back to back", dw, dn, dw / dn);
   timer.note_uncovered();
-  Json& sec = report.section("rng");
-  sec["with_rng_us"] = m[0];
-  sec["without_rng_us"] = m[1];
-  sec["with_rng_done_us"] = dw;
-  sec["without_rng_done_us"] = dn;
-  sec["uncovered_batches"] = timer.uncovered();
+  {
+    Json& sec = report.section("rng");
+    sec["with_rng_us"] = m[0];
+    sec["without_rng_us"] = m[1];
+    sec["with_rng_done_us"] = dw;
+    sec["without_rng_done_us"] = dn;
+    sec["uncovered_batches"] = timer.uncovered();
+  }
+  rng_sweep(report, stream, gen);
 }
 
 }  // namespace cugraphs_bench
