@@ -28,11 +28,30 @@ __global__ void add_kernel(float* x, std::size_t n, float v) {
 
 __global__ void set_kernel(unsigned* p, unsigned v) { *p = v; }
 
-// Launches `g` from the device: 0 tail, 1 fire-and-forget, 2 sibling.
+// Launches `g` from the device (one thread): 0 tail, 1 fire-and-forget, 2 sibling, 3 two
+// fire-and-forget launches in a row (the second while the first runs).
 __global__ void launch_from_device(cugraphs::DeviceGraph g, int how) {
   if (how == 0) g.launch_tail();
   else if (how == 1) g.launch_fire_and_forget();
-  else g.launch_sibling();
+  else if (how == 2) g.launch_sibling();
+  else {
+    g.launch_fire_and_forget();
+    g.launch_fire_and_forget();
+  }
+}
+
+// Adds `v` to every element after spinning for about `ns` nanoseconds (thread 0 of each block).
+__global__ void slow_add_kernel(float* x, std::size_t n, float v, unsigned long long ns) {
+  if (threadIdx.x == 0) {
+    unsigned long long start = 0, now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+  }
+  __syncthreads();
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) x[i] += v;
 }
 
 CaptureOptions for_device() {
@@ -69,10 +88,13 @@ TEST_CASE("Device launch: a graph captured for device launch replays from the ho
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
   require_all(x, 3.0f);
   float expected = 3.0f;
-  for (const int how : {0, 1, 2}) {
+  // Each launch kind from a launcher graph made for device launch, then a tail launch from a
+  // plain launcher graph: the launching graph itself need not be made for device launch.
+  const std::array<std::pair<int, bool>, 4> rounds{{{0, false}, {1, false}, {2, false}, {0, true}}};
+  for (const auto& [how, plain_launcher] : rounds) {
     Graph launcher;
     {
-      CaptureScope scope(launcher, for_device());
+      CaptureScope scope(launcher, plain_launcher ? CaptureOptions{} : for_device());
       launch_from_device<<<1, 1, 0, scope.stream()>>>(g.device_graph(), how);
     }
     for (int r = 0; r < 3; ++r) {
@@ -80,30 +102,38 @@ TEST_CASE("Device launch: a graph captured for device launch replays from the ho
       expected += 2.0f;
     }
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-    INFO("launch kind " << how);
+    INFO("launch kind " << how << (plain_launcher ? " from a plain launcher graph" : ""));
     require_all(x, expected);
   }
   g.check_device_launches();  // none failed: no throw
 }
 
-TEST_CASE("Device launch: a device-side launch that fails is recorded and reported by check_device_launches, "
-          "once",
+TEST_CASE("Device launch: a device-side launch that fails (the graph launched again while it runs) is recorded "
+          "and reported by check_device_launches, once",
           "[device_launch][reliability][gpu]") {
   DeviceBuffer<float> x(kN);
   put_all(x, 5.0f);
-  Graph g = adding(x, 1.0f);
-  // Launched by a kernel that runs outside any graph: the device refuses the launch.
-  launch_from_device<<<1, 1>>>(g.device_graph(), 0);
+  Graph g;
+  {
+    CaptureScope scope(g, for_device());
+    slow_add_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 1.0f, 2'000'000);
+  }
+  Graph launcher;
+  {
+    CaptureScope scope(launcher);
+    launch_from_device<<<1, 1, 0, scope.stream()>>>(g.device_graph(), 3);
+  }
+  launcher.replay();
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  require_all(x, 5.0f);  // nothing ran
+  require_all(x, 6.0f);  // the first launch ran, the second was refused
   const auto e = expect_error([&] { g.check_device_launches(); });
-  CHECK(e.code() != cudaSuccess);
+  CHECK(e.code() == cudaErrorInvalidValue);
   CHECK(contains(e.what(), "Graph::check_device_launches"));
   CHECK(contains(e.what(), "from the device failed"));
   g.check_device_launches();  // reported once
   g.replay();                 // the graph stays usable
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  require_all(x, 6.0f);
+  require_all(x, 7.0f);
 }
 
 TEST_CASE("Device launch: what a device graph cannot hold is an Error naming the node, and a graph not made for "
@@ -201,7 +231,7 @@ __global__ void scale_kernel(float* x, std::size_t n, float a) {
 }
 
 // Changes the scale node, which runs right after it: 0 disables it, 1 enables it with a = 3,
-// 2 enables it with one block only. The handle is read from device memory: the node is
+// 2 enables it with a = 3 and one block only. The handle is read from device memory: the node is
 // captured after this kernel, so its handle is known only once the capture has ended.
 __global__ void update_scale(const ScaleNode* node, const int* mode, int* status) {
   cudaError_t e = cudaSuccess;
@@ -212,6 +242,7 @@ __global__ void update_scale(const ScaleNode* node, const int* mode, int* status
     if (e == cudaSuccess) e = node->set_arg<2>(3.0f);
   } else {
     e = node->set_enabled(true);
+    if (e == cudaSuccess) e = node->set_arg<2>(3.0f);
     if (e == cudaSuccess) e = node->set_grid(dim3(1));
   }
   if (e != cudaSuccess) *status = static_cast<int>(e);
@@ -253,7 +284,7 @@ TEST_CASE("Device launch: a kernel disables, re-enables, re-grids and re-paramet
     } else if (m == 0) {
       CHECK(h[0] == 2.0f);
       CHECK(h[kN - 1] == 2.0f);
-    } else {  // one block of a = 3 (the argument set in mode 1 stays)
+    } else {  // one block, a = 3
       CHECK(h[0] == 6.0f);
       CHECK(h[kThreads - 1] == 6.0f);
       CHECK(h[kThreads] == 2.0f);

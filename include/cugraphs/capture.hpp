@@ -233,7 +233,7 @@ public:
   }
 
   /// Throws the first failure of a launch of this graph from the device since the last call
-  /// (DeviceGraph records it), and forgets it. Waits for the device work queued so far.
+  /// (DeviceGraph records it), and forgets it: call it after synchronizing.
   void check_device_launches() {
     constexpr std::string_view op = "Graph::check_device_launches";
     if (const cudaError_t e = exec_.take_device_status(op); e != cudaSuccess)

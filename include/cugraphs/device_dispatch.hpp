@@ -58,11 +58,13 @@ __global__ void dispatch_kernel(DispatchArgs a) {
 
 /// Runs, on the device, the graph of the smallest bucket that holds `*key`, a value a kernel
 /// wrote: bucket i takes keys up to bounds[i] (strictly ascending). Each bucket's Graph must
-/// be captured with CaptureOptions::device_launch and outlive the dispatch. replay() launches
-/// the dispatcher graph, whose kernel reads the key when it runs and tail-launches the
-/// bucket's graph: work queued after replay() on the stream waits for both. A key above the
-/// largest bound runs no bucket and is reported by check(), with the key; so is a launch the
-/// device refused.
+/// be captured with CaptureOptions::device_launch and outlive the dispatch, keeping its
+/// executable (once handed out, Graph::update never replaces it; do not reset, re-capture or
+/// replay it from the host meanwhile: a device launch of a graph that is running fails).
+/// replay() launches the dispatcher graph, whose kernel reads the key when it runs and
+/// tail-launches the bucket's graph: work queued after replay() on the stream waits for both;
+/// replay the dispatcher on one stream at a time. A key above the largest bound runs no bucket
+/// and is reported by check(), with the key; so is a launch the device refused.
 class DeviceDispatch {
 public:
   DeviceDispatch(std::span<Graph* const> buckets, std::span<const unsigned> bounds, const unsigned* key) {
@@ -85,11 +87,18 @@ public:
     graphs_ = detail::PrivateArray<DeviceGraph>(n, op);
     bounds_ = detail::PrivateArray<unsigned>(n, op);
     status_ = detail::PrivateArray<int>(2, op);  // [0] the first failure, [1] the key out of range
-    detail::check(cudaMemcpy(graphs_.data(), graphs.data(), graphs_.bytes(), cudaMemcpyHostToDevice), "{}: cudaMemcpy",
-                  op);
-    detail::check(cudaMemcpy(bounds_.data(), bounds.data(), bounds_.bytes(), cudaMemcpyHostToDevice), "{}: cudaMemcpy",
-                  op);
-    detail::check(cudaMemset(status_.data(), 0, status_.bytes()), "{}: cudaMemset", op);
+    {
+      // On cugraphs' own non-blocking stream: the legacy default stream would break a capture
+      // open meanwhile on any thread.
+      const cudaStream_t s = detail::thread_stream(detail::ThreadStream::Words, device);
+      detail::check(cudaMemcpyAsync(graphs_.data(), graphs.data(), graphs_.bytes(), cudaMemcpyHostToDevice, s),
+                    "{}: cudaMemcpyAsync", op);
+      detail::check(cudaMemcpyAsync(bounds_.data(), bounds.data(), bounds_.bytes(), cudaMemcpyHostToDevice, s),
+                    "{}: cudaMemcpyAsync", op);
+      detail::check(cudaMemsetAsync(status_.data(), 0, status_.bytes(), s), "{}: cudaMemsetAsync", op);
+      detail::check(cudaStreamSynchronize(s), "{}: cudaStreamSynchronize", op);
+    }
+    device_ = device;
     largest_ = bounds.back();
     const detail::DispatchArgs args{key, bounds_.data(), graphs_.data(), static_cast<unsigned>(n), status_.data()};
     CaptureOptions co;
@@ -106,13 +115,12 @@ public:
   void replay(cudaStream_t stream) { dispatcher_.replay(stream); }
 
   /// Throws the first failure since the last check (a key above the largest bound, a
-  /// refused device-side launch) and forgets it. Waits for the work queued so far.
+  /// refused device-side launch) and forgets it: call it after synchronizing.
   void check() {
     constexpr std::string_view op = "DeviceDispatch::check";
     int words[2] = {0, 0};
-    detail::check(cudaMemcpy(words, status_.data(), sizeof(words), cudaMemcpyDeviceToHost), "{}: cudaMemcpy", op);
+    detail::take_words(status_.data(), words, 2, device_, op);
     if (words[0] == 0) return;
-    detail::check(cudaMemset(status_.data(), 0, status_.bytes()), "{}: cudaMemset", op);
     if (words[0] == detail::kDispatchKeyOutOfRange)
       detail::throw_misuse(op, "a key of {} was above the largest bucket bound, {}: no bucket graph ran for it. "
                                "Add a bucket that holds it, or clamp the key before the dispatch",
@@ -130,6 +138,7 @@ private:
   detail::PrivateArray<unsigned> bounds_;
   detail::PrivateArray<int> status_;
   unsigned largest_ = 0;
+  int device_ = 0;
   Graph dispatcher_;  // last: it goes first, before the arrays its kernel reads
 };
 

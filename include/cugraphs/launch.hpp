@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/device_launch.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/stream.hpp>
@@ -15,6 +16,8 @@
 #include <string_view>
 #include <tuple>
 #include <type_traits>
+#include <utility>
+#include <vector>
 
 namespace cugraphs {
 
@@ -27,11 +30,33 @@ struct LaunchConfig {
   /// while the kernel before it on the stream is still running, and must call pdl::wait()
   /// before it reads what that kernel wrote; its prologue (index math, loads of constants)
   /// then overlaps the previous kernel's tail. Captured, the edge from the previous kernel
-  /// becomes a programmatic dependency of the graph. Older devices run it as a plain launch.
+  /// becomes a programmatic dependency of the graph. A kernel whose code was built below
+  /// compute capability 9.0 (where pdl::wait() is compiled out) is refused.
   bool programmatic = false;
 };
 
 namespace detail {
+
+// Refuses a programmatic launch of a kernel whose code was compiled below compute capability
+// 9.0 (PTX JIT-compiled on a newer device, say): pdl::wait() is compiled out there, so the
+// kernel would read its predecessor's output before it is written. Asked once per kernel.
+inline void check_programmatic(const void* kernel, std::string_view op) {
+  thread_local std::vector<std::pair<const void*, int>> seen;
+  int ptx = -1;
+  for (const auto& [k, v] : seen)
+    if (k == kernel) ptx = v;
+  if (ptx < 0) {
+    cudaFuncAttributes attributes{};
+    check(cudaFuncGetAttributes(&attributes, kernel), "{}: cudaFuncGetAttributes", op);
+    ptx = attributes.ptxVersion;
+    seen.emplace_back(kernel, ptx);
+  }
+  if (ptx < 90)
+    throw_misuse(op, "a programmatic launch of a kernel compiled for compute capability {}.{}: pdl::wait() is compiled "
+                     "out below 9.0, so the kernel would read its predecessor's output before it is written. Build "
+                     "it for sm_90 or newer, or launch it without LaunchConfig::programmatic",
+                 ptx / 10, ptx % 10);
+}
 
 // cudaLaunchKernelEx with `config`'s attributes; with `updatable`, the captured node is made
 // device-updatable and its handle written there.
@@ -41,6 +66,7 @@ void launch_ex(cudaStream_t stream, const LaunchConfig& config, void (*kernel)(P
   static_assert(sizeof...(A) == sizeof...(P), "cugraphs::launch takes one argument per parameter of the kernel");
   static_assert((std::is_convertible_v<const A&, std::remove_cvref_t<P>> && ...),
                 "cugraphs::launch: every argument must convert to its kernel parameter's type");
+  if (config.programmatic) check_programmatic(reinterpret_cast<const void*>(kernel), op);
   std::tuple<std::remove_cvref_t<P>...> values(static_cast<std::remove_cvref_t<P>>(args)...);
   std::apply(
       [&](auto&... value) {
@@ -108,6 +134,7 @@ template <class... P, class... A>
                   "{}: cudaFuncGetParamInfo (parameter {})", op, i);
   }
   detail::launch_ex(stream, config, kernel, &node.node, op, args...);
+  if (auto* s = detail::innermost_capture()) s->updatable_nodes = true;  // such a graph is never updated
   return node;
 }
 
@@ -120,8 +147,8 @@ template <class... P, class... A>
 #endif
 
 #if defined(__CUDACC__)
-/// Device side of programmatic dependent launch. Both compile to nothing below compute
-/// capability 9.0, where launches are never programmatic.
+/// Device side of programmatic dependent launch. Both compile to nothing in code built below
+/// compute capability 9.0; cugraphs::launch refuses a programmatic launch of such code.
 namespace pdl {
 
 /// Waits until the kernels this one depends on programmatically have completed and their

@@ -170,8 +170,11 @@ private:
 };
 
 // The streams cugraphs keeps per thread: the capture stream of each device, a stream per
-// conditional nesting depth for bodies, and a blocking escape guard per capture depth.
-enum class ThreadStream : unsigned char { Capture, Body, EscapeGuard };
+// conditional nesting depth for bodies, a blocking escape guard per capture depth, and one
+// for cugraphs' own small copies.
+// Words: cugraphs' own small copies of its state words (status words, tables), on a
+// non-blocking stream, so that they never touch the legacy default stream.
+enum class ThreadStream : unsigned char { Capture, Body, EscapeGuard, Words };
 
 // This thread's stream of `role` on `device` at nesting `depth`, made on first use and kept
 // for the thread's life. Escape guards are blocking streams (see CaptureSession's escape guard:
@@ -189,6 +192,21 @@ enum class ThreadStream : unsigned char { Capture, Body, EscapeGuard };
   auto made = std::make_unique<Stream>(device, StreamOptions{role == ThreadStream::EscapeGuard, 0});
   streams.push_back({role, device, depth, std::move(made)});
   return streams.back().stream->get();
+}
+
+// Reads `count` status words of cugraphs' (device memory of `device`) into `host`, and zeroes
+// them when the first is set, through this thread's Words stream: never the legacy default
+// stream, whose use would break a capture open meanwhile. Orders nothing with other streams:
+// call it once the work that writes the words has been waited for.
+inline void take_words(int* words, int* host, std::size_t count, int device, std::string_view op) {
+  DeviceGuard on(device);
+  RelaxedCaptureMode relaxed;
+  const cudaStream_t s = thread_stream(ThreadStream::Words, device);
+  check(cudaMemcpyAsync(host, words, count * sizeof(int), cudaMemcpyDeviceToHost, s), "{}: reading status words", op);
+  check(cudaStreamSynchronize(s), "{}: reading status words", op);
+  if (host[0] == 0) return;
+  check(cudaMemsetAsync(words, 0, count * sizeof(int), s), "{}: clearing status words", op);
+  check(cudaStreamSynchronize(s), "{}: clearing status words", op);
 }
 
 }  // namespace detail

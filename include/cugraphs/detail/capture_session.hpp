@@ -37,7 +37,8 @@ inline thread_local std::vector<CaptureSession*> tls_captures;  // open on this 
 // What an ended capture produced, for its Graph to keep.
 struct Captured {
   cudaGraph_t graph = nullptr;
-  bool device_launch = false;  // instantiate for launch from the device
+  bool device_launch = false;    // instantiate for launch from the device
+  bool updatable_nodes = false;  // holds device-updatable kernel nodes (launch_updatable)
   PoolShare share;  // the graph's share of the pool it was captured into
   std::unique_ptr<LaunchRing> ring;
   std::vector<std::shared_ptr<void>> keep_alive;
@@ -90,6 +91,7 @@ public:
   CurrentStreamStack streams;                     // the current streams this capture set on its thread
   ConditionalFrames frames;                       // open conditional nodes, innermost last
   DriverLog log;                                  // the driver's log position at capture_begin
+  bool updatable_nodes = false;                   // launch_updatable captured a node here
 
   // Whether the capture is still open (end() and abort() close it).
   [[nodiscard]] bool is_open() const noexcept { return open_; }
@@ -164,6 +166,7 @@ public:
     close(ok);
     if (ok) {
       c.device_launch = device_launch;
+      c.updatable_nodes = updatable_nodes;
       c.share = std::move(share);
       c.ring = std::move(ring);
       c.keep_alive = std::move(keep_alive);

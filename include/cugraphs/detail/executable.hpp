@@ -73,6 +73,7 @@ public:
     keep_alive_.insert(keep_alive_.end(), c.keep_alive.begin(), c.keep_alive.end());
     current_capture_ = id;
     device_launch_ = c.device_launch;
+    updatable_nodes_ = c.updatable_nodes;
     LastCapture::instance().set(graph_);
   }
 
@@ -111,15 +112,17 @@ public:
 
   [[nodiscard]] bool device_launch() const noexcept { return device_launch_; }
   // The handle kernels launch this executable with (instantiated for device launch).
-  [[nodiscard]] DeviceGraph device_graph() const noexcept { return {exec_, static_cast<int*>(status_.get())}; }
+  // Kernels and DeviceDispatch keep it: from then on this executable is never replaced.
+  [[nodiscard]] DeviceGraph device_graph() const noexcept {
+    handed_out_ = true;
+    return {exec_, static_cast<int*>(status_.get())};
+  }
   // The first failure of a device-side launch since the last call (cudaSuccess for none),
-  // cleared. Waits for the device work queued so far.
+  // cleared. Call it once the launches in question have been waited for.
   [[nodiscard]] cudaError_t take_device_status(std::string_view op) {
     if (!status_) return cudaSuccess;
-    DeviceGuard on(device_);
     int word = 0;
-    check(cudaMemcpy(&word, status_.get(), sizeof(word), cudaMemcpyDeviceToHost), "{}: reading the status word", op);
-    if (word != 0) check(cudaMemset(status_.get(), 0, sizeof(int)), "{}: clearing the status word", op);
+    take_words(static_cast<int*>(status_.get()), &word, 1, device_, op);
     return static_cast<cudaError_t>(word);
   }
 
@@ -129,6 +132,10 @@ public:
   // kept resources, and `source` is left empty.
   [[nodiscard]] UpdateResult update(Executable& source, const UpdateOptions& opts) {
     constexpr std::string_view op = "Graph::update";
+    if (updatable_nodes_ || source.updatable_nodes_)
+      throw_misuse(op, "a graph that holds device-updatable kernel nodes (launch_updatable) cannot be updated: CUDA "
+                       "refuses cudaGraphExecUpdate on it, and kernels hold its nodes' handles. Capture anew into a "
+                       "new Graph");
     DeviceGuard on(device_);
     std::optional<RelaxedCaptureMode> relaxed;  // an enclosing capture on this thread must go on
     if (innermost_capture() != nullptr) relaxed.emplace();
@@ -141,6 +148,7 @@ public:
     UpdateResult result;
     if (e == cudaSuccess) {
       adopt(source, false);
+      upload_if_device_launched(op);
       result.updated = true;
       return result;
     }
@@ -158,6 +166,11 @@ public:
     result.message = format("cugraphs: {}: the executable cannot take the new capture in place: {}{}", op,
                             describe(result.failure), node);
     if (opts.reinstantiate_on_failure) {
+      if (handed_out_)
+        throw_misuse(op, "{}; and this graph's device handle (device_graph()) was given out, so its executable is "
+                         "not replaced (kernels and DeviceDispatch would launch a destroyed one). Capture into a new "
+                         "Graph",
+                     result.message);
       source.instantiate();  // on failure this is left as it was
       adopt(source, true);
       result.reinstantiated = true;
@@ -172,6 +185,7 @@ public:
     const cudaGraphNode_t target = exec_node(capture, index, node, op);
     if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess) [[unlikely]]
       throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
+    upload_if_device_launched(op);
   }
 
   // Launches on `stream`: `stage` writes the input-address words of a graph that stages
@@ -214,7 +228,7 @@ public:
     identity_nodes_.clear();
     keep_alive_.clear();  // after the executable: its replays used them
     status_.reset();
-    device_launch_ = false;
+    device_launch_ = updatable_nodes_ = handed_out_ = false;
     current_capture_ = instantiated_capture_ = 0;
     checked_stream_ = nullptr;  // the next capture may be on another device
     stream_checked_ = false;
@@ -239,14 +253,24 @@ private:
                   device_);
     if (const auto bad = node_not_for_device_launch(graph_->graph, op))
       throw_misuse(op, "the graph was captured for device launch (CaptureOptions::device_launch), but node {} of the "
-                       "capture is a {} node, which a graph launched from the device cannot hold (it holds kernel, "
-                       "memcpy, memset and child-graph nodes). Move that work out of the graph, or capture without "
-                       "device_launch",
-                   bad->index, node_type_name(bad->type));
+                       "capture is a {} node{}{}, which a graph launched from the device cannot hold (it holds "
+                       "kernel, memcpy, memset and child-graph nodes only; conditional scopes cannot be used there). "
+                       "Move that work out of the graph, or capture without device_launch",
+                   bad->index, node_type_name(bad->type), bad->inside ? " holding a " : "",
+                   bad->inside ? node_type_name(*bad->inside) : "");
     auto status = private_device_memory(sizeof(int), "Graph::instantiate (device launch status)");
-    RelaxedCaptureMode relaxed;
-    check(cudaMemset(status.get(), 0, sizeof(int)), "{}: cudaMemset", op);
+    // Zeroed on the upload stream, which instantiate() waits for.
+    check(cudaMemsetAsync(status.get(), 0, sizeof(int), upload_stream_), "{}: cudaMemsetAsync", op);
     return status;
+  }
+
+  // A graph launched from the device runs what was last uploaded: after a host-side change it
+  // is uploaded again (and waited for), before any later launch.
+  void upload_if_device_launched(std::string_view op) {
+    if (!device_launch_) return;
+    RelaxedCaptureMode relaxed;
+    check(cudaGraphUpload(exec_, upload_stream_), "{}: cudaGraphUpload (a graph for device launch)", op);
+    check(cudaStreamSynchronize(upload_stream_), "{}: waiting for the upload", op);
   }
 
   // Refuses a stream of another device than the graph's, before anything is posted or
@@ -283,6 +307,7 @@ private:
       exec_ = std::exchange(source.exec_, nullptr);
       status_ = std::move(source.status_);
       device_launch_ = source.device_launch_;
+      updatable_nodes_ = source.updatable_nodes_;
       instantiated_capture_ = source.instantiated_capture_;
       identity_.reset();
       identity_nodes_.clear();
@@ -334,6 +359,8 @@ private:
     device_ = o.device_;
     status_ = std::move(o.status_);
     device_launch_ = std::exchange(o.device_launch_, false);
+    updatable_nodes_ = std::exchange(o.updatable_nodes_, false);
+    handed_out_ = std::exchange(o.handed_out_, false);
   }
 
   cudaGraphExec_t exec_ = nullptr;  // first: the replay path reads only this
@@ -353,6 +380,8 @@ private:
   bool stream_checked_ = false;
   int device_ = 0;
   bool device_launch_ = false;    // instantiated (or to be) for launch from the device
+  bool updatable_nodes_ = false;  // holds device-updatable kernel nodes: never updated
+  mutable bool handed_out_ = false;  // device_graph() was given out: the executable is never replaced
   std::shared_ptr<void> status_;  // device launch: the first failed device-side launch
 };
 

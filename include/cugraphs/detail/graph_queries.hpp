@@ -90,12 +90,13 @@ namespace cugraphs::detail {
 }
 
 // The first node of `g` (its index and type) that a graph launched from the device cannot
-// hold: host functions, memory allocation and free nodes, events and external semaphores.
-// Kernel, memcpy, memset, empty and child-graph nodes pass (the child graphs are looked into);
-// instantiation judges the rest.
+// hold: CUDA allows kernel, memcpy, memset and child-graph nodes only (child graphs are looked
+// into: `inside` is then the type found there). Instantiation judges the rest (a memcpy of
+// pageable memory, say).
 struct NodeAt {
   std::size_t index;
   cudaGraphNodeType type;
+  std::optional<cudaGraphNodeType> inside = std::nullopt;
 };
 [[nodiscard]] inline std::optional<NodeAt> node_not_for_device_launch(cudaGraph_t g, std::string_view op) {
   const auto nodes = graph_nodes(g, op);
@@ -103,22 +104,18 @@ struct NodeAt {
     cudaGraphNodeType t{};
     check(cudaGraphNodeGetType(nodes[i], &t), "{}: cudaGraphNodeGetType", op);
     switch (t) {
-      case cudaGraphNodeTypeHost:
-      case cudaGraphNodeTypeMemAlloc:
-      case cudaGraphNodeTypeMemFree:
-      case cudaGraphNodeTypeWaitEvent:
-      case cudaGraphNodeTypeEventRecord:
-      case cudaGraphNodeTypeExtSemaphoreSignal:
-      case cudaGraphNodeTypeExtSemaphoreWait:
-        return NodeAt{i, t};
+      case cudaGraphNodeTypeKernel:
+      case cudaGraphNodeTypeMemcpy:
+      case cudaGraphNodeTypeMemset:
+        break;
       case cudaGraphNodeTypeGraph: {
         cudaGraph_t child = nullptr;
         check(cudaGraphChildGraphNodeGetGraph(nodes[i], &child), "{}: cudaGraphChildGraphNodeGetGraph", op);
-        if (const auto inner = node_not_for_device_launch(child, op)) return NodeAt{i, inner->type};
+        if (const auto inner = node_not_for_device_launch(child, op)) return NodeAt{i, t, inner->inside.value_or(inner->type)};
         break;
       }
       default:
-        break;
+        return NodeAt{i, t};
     }
   }
   return std::nullopt;
