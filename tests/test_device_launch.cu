@@ -285,3 +285,36 @@ TEST_CASE("Device launch: a kernel disables, re-enables, re-grids and re-paramet
   CHECK(contains(e.what(), "the stream is not capturing"));
 }
 #endif
+
+TEST_CASE("Device launch: a graph whose device handle was given out keeps its executable: an update that cannot be "
+          "made in place is an Error, one that can is uploaded again",
+          "[device_launch][update][reliability][gpu]") {
+  DeviceBuffer<float> x(kN);
+  put_all(x, 1.0f);
+  Graph g = adding(x, 2.0f);
+  const auto handle = g.device_graph();
+  // Same topology, another constant: updated in place (and uploaded for device launches).
+  auto same = [&](cudaStream_t s) { add_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 5.0f); };
+  const auto r = g.capture_or_update(same);
+  CHECK(r.updated);
+  CHECK(g.native_exec() == handle.exec);
+  Graph launcher;
+  {
+    CaptureScope scope(launcher);
+    launch_from_device<<<1, 1, 0, scope.stream()>>>(handle, 0);
+  }
+  launcher.replay();
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  require_all(x, 6.0f);  // the device launch ran the updated constant
+  // Another topology: a new instantiation would destroy the executable the handle names.
+  auto other = [&](cudaStream_t s) {
+    add_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 1.0f);
+    add_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 1.0f);
+  };
+  const auto e = expect_error([&] { (void)g.capture_or_update(other); });
+  CHECK(contains(e.what(), "device handle (device_graph()) was given out"));
+  CHECK(g.native_exec() == handle.exec);
+  g.replay();
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  require_all(x, 11.0f);
+}
