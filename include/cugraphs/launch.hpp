@@ -46,6 +46,7 @@ inline void check_programmatic(const void* kernel, std::string_view op) {
   for (const auto& [k, v] : seen)
     if (k == kernel) ptx = v;
   if (ptx < 0) {
+    RelaxedCaptureMode relaxed;  // a query, but one that must not risk a capture
     cudaFuncAttributes attributes{};
     check(cudaFuncGetAttributes(&attributes, kernel), "{}: cudaFuncGetAttributes", op);
     ptx = attributes.ptxVersion;
@@ -128,10 +129,13 @@ template <class... P, class... A>
     detail::throw_misuse(op, "the stream is not capturing: a device-updatable kernel node exists only in a graph; "
                              "launch it inside a CaptureScope (on scope.stream() or current_stream())");
   DeviceKernelNode<P...> node;
-  for (std::size_t i = 0; i < sizeof...(P); ++i) {
-    std::size_t size = 0;
-    detail::check(cudaFuncGetParamInfo(reinterpret_cast<const void*>(kernel), i, &node.offsets[i], &size),
-                  "{}: cudaFuncGetParamInfo (parameter {})", op, i);
+  {
+    detail::RelaxedCaptureMode relaxed;  // a query, but one that must not risk the capture
+    for (std::size_t i = 0; i < sizeof...(P); ++i) {
+      std::size_t size = 0;
+      detail::check(cudaFuncGetParamInfo(reinterpret_cast<const void*>(kernel), i, &node.offsets[i], &size),
+                    "{}: cudaFuncGetParamInfo (parameter {})", op, i);
+    }
   }
   detail::launch_ex(stream, config, kernel, &node.node, op, args...);
   if (auto* s = detail::innermost_capture()) s->updatable_nodes = true;  // such a graph is never updated
