@@ -214,9 +214,7 @@ public:
                     "{}: staging table", op);
     [[maybe_unused]] std::size_t next = 0;
     [[maybe_unused]] auto copy_sample = [&](std::size_t i, auto leaf) {
-      if (leaf.size_bytes() != 0 && leaf.data() != static_ptrs_[i])
-        detail::check(cudaMemcpyAsync(targets[i].dst, leaf.data(), leaf.size_bytes(), cudaMemcpyDefault, s),
-                      "{}: copying a sample into its static input", op);
+      detail::copy_leaf(targets[i].dst, leaf.data(), leaf.size_bytes(), s, op, "copying a sample into its static input");
     };
     (detail::visit_leaves(samples, next, copy_sample), ...);
     detail::check(cudaStreamSynchronize(s), "{}: initialising the static inputs", op);

@@ -11,6 +11,16 @@ cuda_inc=$(dirname "$nvcc_bin")/../include
 warnings=(-Wall -Wextra -Wpedantic -Wconversion -Wshadow -Werror)
 compilers=()
 for c in g++ clang++; do command -v "$c" >/dev/null && compilers+=("$c"); done
+# Whether host compiler $1 refuses source $2 (including header $3, device code) with a
+# message holding $4; says FAIL otherwise.
+refused_by_host() {
+  local out
+  if out=$("$1" -std=c++20 -fsyntax-only -I"$inc" -isystem "$cuda_inc" "$2" 2>&1) || ! grep -q "$4" <<<"$out"; then
+    echo "FAIL: $3 under $1 must fail with its message:"; echo "$out" | head
+    return 1
+  fi
+}
+
 # One header's compilations; prints "checked N failed M" last (headers run in parallel).
 check_one() {
   local h=$1 name out c checked=0 failed=0
@@ -34,10 +44,8 @@ check_one() {
     checked=$((checked + 1))
     if [[ $h == cugraphs/device_dispatch.hpp ]]; then
       # Device code: host compilers are refused with its own message.
-      if out=$("$c" -std=c++20 -fsyntax-only -I"$inc" -isystem "$cuda_inc" "$work/$name.cpp" 2>&1) ||
-          ! grep -q "holds device code: include it only from sources compiled by nvcc" <<<"$out"; then
-        echo "FAIL: $h under $c must fail with its message:"; echo "$out" | head; failed=$((failed + 1))
-      fi
+      refused_by_host "$c" "$work/$name.cpp" "$h" "holds device code: include it only from sources compiled by nvcc" ||
+        failed=$((failed + 1))
     elif ! out=$("$c" -std=c++20 -fsyntax-only "${warnings[@]}" -I"$inc" -isystem "$cuda_inc" "$work/$name.cpp" 2>&1); then
       echo "FAIL: $h alone under $c:"; echo "$out" | head -20; failed=$((failed + 1))
     fi
@@ -50,7 +58,7 @@ check_one() {
   fi
   echo "checked $checked failed $failed"
 }
-export -f check_one
+export -f check_one refused_by_host
 export inc work nvcc_bin cuda_inc
 export compilers_list="${compilers[*]}" warnings_list="${warnings[*]}"
 # Arrays do not cross into the xargs shells: each job rebuilds them from the lists.
@@ -63,10 +71,8 @@ failed=$(awk '/^checked [0-9]+ failed [0-9]+$/ {n += $4} END {print n + 0}' <<<"
 printf '#include <cugraphs/detail/kernels.cuh>\n' >"$work/kernels.cpp"
 for c in "${compilers[@]}"; do
   checked=$((checked + 1))
-  if out=$("$c" -std=c++20 -fsyntax-only -I"$inc" -isystem "$cuda_inc" "$work/kernels.cpp" 2>&1) ||
-      ! grep -q "is device code: include it only from sources compiled by nvcc" <<<"$out"; then
-    echo "FAIL: cugraphs/detail/kernels.cuh under $c must fail with its message:"; echo "$out" | head; failed=$((failed + 1))
-  fi
+  refused_by_host "$c" "$work/kernels.cpp" cugraphs/detail/kernels.cuh \
+    "is device code: include it only from sources compiled by nvcc" || failed=$((failed + 1))
 done
 echo "headers: $checked compilations (${compilers[*]} nvcc), $failed failed"
 ((failed == 0))

@@ -30,9 +30,11 @@ inline void check_input_leaf(std::size_t i, const void* data, std::size_t size, 
 
 // Copies `bytes` from `from` onto the static leaf at `to` on `stream`, unless the input is
 // already there; cudaMemcpyDefault: the input may be device, pinned host or managed memory.
-inline void copy_leaf(const void* to, const void* from, std::size_t bytes, cudaStream_t stream, std::string_view op) {
+// `what` names the copy in an error.
+inline void copy_leaf(const void* to, const void* from, std::size_t bytes, cudaStream_t stream, std::string_view op,
+                      std::string_view what = "cudaMemcpyAsync") {
   if (bytes == 0 || from == to) return;
-  check(cudaMemcpyAsync(const_cast<void*>(to), from, bytes, cudaMemcpyDefault, stream), "{}: cudaMemcpyAsync", op);
+  check(cudaMemcpyAsync(const_cast<void*>(to), from, bytes, cudaMemcpyDefault, stream), "{}: {}", op, what);
 }
 
 // The seed's staging by copies: every leaf of `inputs` onto the matching leaf of `statics`
