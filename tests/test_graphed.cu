@@ -62,30 +62,38 @@ struct Inputs {
 
 }  // namespace
 
-TEST_CASE("GraphedCallable: 100 calls with fresh inputs give bitwise the eager outputs", "[graphed][gpu]") {
-  DeviceBuffer<float> persistent(kN);
-  int calls = 0;
-  Model model{persistent, &calls};
-  const Inputs samples(1);
-  auto g = cugraphs::make_graphed_callable(model, samples.a(), samples.bc(), samples.de());
-  CHECK(calls == 3 + 1);  // warm-up and capture
-  std::size_t nodes = 0;
-  cugraphs::check(cudaGraphGetNodes(g.graph().native_graph(), nullptr, &nodes), "count nodes");
-  CHECK(nodes == 10 + 3);  // f's kernels; the per-launch ring's head and tail, the staging copy
+TEST_CASE("GraphedCallable: 100 calls with fresh inputs give bitwise the eager outputs, with the inputs handed "
+          "over as the staging copy's arguments or through the ring",
+          "[graphed][gpu]") {
+  for (const auto per_launch : {cugraphs::PerLaunch::Auto, cugraphs::PerLaunch::Ring}) {
+    INFO("per launch: " << static_cast<int>(per_launch));
+    DeviceBuffer<float> persistent(kN);
+    int calls = 0;
+    Model model{persistent, &calls};
+    const Inputs samples(1);
+    cugraphs::GraphedOptions opts;
+    opts.per_launch = per_launch;
+    auto g = cugraphs::make_graphed_callable(opts, model, samples.a(), samples.bc(), samples.de());
+    CHECK(calls == 3 + 1);  // warm-up and capture
+    const bool ring = per_launch == cugraphs::PerLaunch::Ring;
+    CHECK(g.graph().per_launch() == (ring ? cugraphs::PerLaunch::Ring : cugraphs::PerLaunch::Parameters));
+    // f's kernels and the staging copy; the ring's head and tail.
+    CHECK(g.graph().node_count() == 10 + 1 + (ring ? 2u : 0u));
 
-  cugraphs::Stream stream;
-  cugraphs::StreamGuard on(stream);
-  for (int call = 0; call < 100; ++call) {
-    const Inputs fresh(100 + call);
-    const auto& [first, second] = g(fresh.a(), fresh.bc(), fresh.de());
-    const auto graphed_first = host(first), graphed_second = host(second);
-    auto eager = model(fresh.a(), fresh.bc(), fresh.de());
-    REQUIRE(bitwise_equal(graphed_first, host(std::get<0>(eager).span())));
-    REQUIRE(bitwise_equal(graphed_second, host(std::get<1>(eager))));
+    cugraphs::Stream stream;
+    cugraphs::StreamGuard on(stream);
+    for (int call = 0; call < 100; ++call) {
+      const Inputs fresh(100 + call);
+      const auto& [first, second] = g(fresh.a(), fresh.bc(), fresh.de());
+      const auto graphed_first = host(first), graphed_second = host(second);
+      auto eager = model(fresh.a(), fresh.bc(), fresh.de());
+      REQUIRE(bitwise_equal(graphed_first, host(std::get<0>(eager).span())));
+      REQUIRE(bitwise_equal(graphed_second, host(std::get<1>(eager))));
+    }
+    CHECK(calls == 4 + 100);  // the eager references only
+    CHECK(g.calls() == 100);
+    CHECK(g.staged_copies() == 500);
   }
-  CHECK(calls == 4 + 100);  // the eager references only
-  CHECK(g.calls() == 100);
-  CHECK(g.staged_copies() == 500);
 }
 
 TEST_CASE("GraphedCallable: a size mismatch is an Error and leaves the static inputs unchanged",
@@ -205,36 +213,44 @@ TEST_CASE("GraphedCallable: warm-up runs exactly warmup_iters times and capture 
   CHECK(contains(e.what(), "warmup_iters is -1"));
 }
 
-TEST_CASE("GraphedCallable: many calls in flight reuse the staging ring safely", "[graphed][gpu]") {
+TEST_CASE("GraphedCallable: many calls in flight each stage their own input, whether handed over as arguments "
+          "(set for later launches only) or through more calls than the ring has slots",
+          "[graphed][gpu]") {
   // More calls than ring slots, queued behind a slow kernel, each with its own input.
-  constexpr std::size_t n = 256;
-  constexpr int kCalls = 200;
-  auto accumulate_into = [](Out acc) {
-    return [acc](In x) {  // acc = x + sin(acc)
-      mix<<<1, n, 0, cugraphs::current_stream()>>>(acc.data(), x.data(), acc.data(), n, 1.0f);
+  for (const auto per_launch : {cugraphs::PerLaunch::Parameters, cugraphs::PerLaunch::Ring}) {
+    INFO("per launch: " << static_cast<int>(per_launch));
+    constexpr std::size_t n = 256;
+    constexpr int kCalls = 200;
+    auto accumulate_into = [](Out acc) {
+      return [acc](In x) {  // acc = x + sin(acc)
+        mix<<<1, n, 0, cugraphs::current_stream()>>>(acc.data(), x.data(), acc.data(), n, 1.0f);
+      };
     };
-  };
-  std::vector<DeviceBuffer<float>> inputs;
-  for (int i = 0; i < kCalls; ++i) {
-    inputs.emplace_back(n);
-    inputs.back().copy_from_host(std::vector<float>(n, 0.001f * static_cast<float>(i + 1)));
-  }
-  DeviceBuffer<float> acc(n), ref(n);
-  auto g = cugraphs::make_graphed_callable(accumulate_into(acc), In(inputs[0]));
-  cugraphs::Stream stream;
-  cugraphs::StreamGuard on(stream);
-  acc.copy_from_host(std::vector<float>(n, 0.0f));
-  slow_fill_kernel<<<1, 32, 0, stream>>>(ref.data(), 0, 0.0f, 5'000'000);  // holds the queue back
-  for (int i = 0; i < kCalls; ++i) g(In(inputs[i]));
-  const auto got = acc.to_host();
-  CHECK(g.calls() == kCalls);
-  CHECK(g.staged_copies() == kCalls);
+    std::vector<DeviceBuffer<float>> inputs;
+    for (int i = 0; i < kCalls; ++i) {
+      inputs.emplace_back(n);
+      inputs.back().copy_from_host(std::vector<float>(n, 0.001f * static_cast<float>(i + 1)));
+    }
+    DeviceBuffer<float> acc(n), ref(n);
+    cugraphs::GraphedOptions opts;
+    opts.per_launch = per_launch;
+    auto g = cugraphs::make_graphed_callable(opts, accumulate_into(acc), In(inputs[0]));
+    CHECK(g.graph().per_launch() == per_launch);
+    cugraphs::Stream stream;
+    cugraphs::StreamGuard on(stream);
+    acc.copy_from_host(std::vector<float>(n, 0.0f));
+    slow_fill_kernel<<<1, 32, 0, stream>>>(ref.data(), 0, 0.0f, 5'000'000);  // holds the queue back
+    for (int i = 0; i < kCalls; ++i) g(In(inputs[i]));
+    const auto got = acc.to_host();
+    CHECK(g.calls() == kCalls);
+    CHECK(g.staged_copies() == kCalls);
 
-  ref.copy_from_host(std::vector<float>(n, 0.0f));
-  auto eager = accumulate_into(ref);
-  for (int i = 0; i < kCalls; ++i) eager(In(inputs[i]));
-  CHECK(bitwise_equal(got, ref.to_host()));
-  CHECK(got[0] != 0.0f);
+    ref.copy_from_host(std::vector<float>(n, 0.0f));
+    auto eager = accumulate_into(ref);
+    for (int i = 0; i < kCalls; ++i) eager(In(inputs[i]));
+    CHECK(bitwise_equal(got, ref.to_host()));
+    CHECK(got[0] != 0.0f);
+  }
 }
 
 namespace {
@@ -276,6 +292,12 @@ TEST_CASE("GraphedCallable: a call with 70 input leaves stages every leaf into i
     weighted_sum<<<(n + 127) / 128, 128, 0, cugraphs::current_stream()>>>(p, o.data(), n);
   };
   auto g = cugraphs::make_graphed_callable(f, sets[0]);
+  // More leaves than the staging copy takes as arguments: the ring hands them over.
+  CHECK(g.graph().per_launch() == cugraphs::PerLaunch::Ring);
+  cugraphs::GraphedOptions forced;
+  forced.per_launch = cugraphs::PerLaunch::Parameters;
+  const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(forced, f, sets[0]); });
+  CHECK(contains(e.what(), "PerLaunch::Parameters, but the staging copy's inputs (more than 64 leaves)"));
   for (int call = 0; call < 7; ++call) {
     const int s = (call * 2 + 1) % kSetsOfInputs;
     out.copy_from_host(std::vector<float>(n, -1e30f));  // poison

@@ -183,7 +183,7 @@ TEST_CASE("HostRing: a launch with nothing posted takes nothing: it keeps the la
   // One launch: the staging copy between head and tail, as a graphed callable captures it.
   auto launch = [&] {
     rig.launch(s, [&](const RingArgs& ra) {
-      const cugraphs::detail::StageArgs stage{targets.data(), ra.sources, ra.control, 1, 2};
+      const cugraphs::detail::StageArgs stage{targets.data(), ra.sources, ra.control, 1, 2, {}};
       cugraphs::detail::launch_stage(stage, s, "test ring");
     });
   };

@@ -9,12 +9,14 @@
 #include <curand_kernel.h>
 
 #include <array>
+#include <memory>
 #include <vector>
 
 using namespace cugraphs_test;
 using cugraphs::DeviceBuffer;
 using cugraphs::Generator;
 using cugraphs::Graph;
+using cugraphs::PerLaunch;
 using cugraphs::PhiloxArgs;
 
 namespace {
@@ -43,70 +45,82 @@ TEST_CASE("RNG: consecutive replays draw different numbers", "[rng][gpu]") {
   CHECK(gen.offset() == 8);  // two replays of a graph drawing 4 (one rounded up) per thread
 }
 
-TEST_CASE("RNG: eager, replay, replay, eager, replay equals five eager calls bitwise", "[rng][gpu]") {
-  for (const bool explicit_stream : {false, true}) {
-    INFO("explicit stream: " << explicit_stream);
-    cugraphs::Stream stream;
-    Generator a(42), b(42);
-    DeviceBuffer<float> out(kN, stream), ref(kN, stream);
-    Graph g;
-    const std::uint64_t before = a.offset();
-    {
-      cugraphs::CaptureScope scope(g);
-      draw(a, out, 3, scope.stream());
-    }
-    CHECK(a.offset() == before);  // capture does not advance the generator
-    for (const char step : std::string("ERRER")) {
-      if (step == 'E') {
-        draw(a, out, 3, stream);
-      } else if (explicit_stream) {
-        g.replay(stream);
-      } else {
-        cugraphs::StreamGuard on(stream);
-        g.replay();
+TEST_CASE("RNG: eager, replay, replay, eager, replay equals five eager calls bitwise, whichever way replays get "
+          "their offsets", "[rng][gpu]") {
+  for (const auto per_launch : {PerLaunch::Parameters, PerLaunch::Ring}) {
+    for (const bool explicit_stream : {false, true}) {
+      INFO("explicit stream: " << explicit_stream << ", per launch: " << static_cast<int>(per_launch));
+      cugraphs::Stream stream;
+      Generator a(42), b(42);
+      DeviceBuffer<float> out(kN, stream), ref(kN, stream);
+      Graph g;
+      const std::uint64_t before = a.offset();
+      {
+        cugraphs::CaptureOptions opts;
+        opts.per_launch = per_launch;
+        cugraphs::CaptureScope scope(g, opts);
+        draw(a, out, 3, scope.stream());
       }
-      draw(b, ref, 3, stream);
-      REQUIRE(bitwise_equal(out.to_host(stream), ref.to_host(stream)));
+      CHECK(g.per_launch() == per_launch);
+      CHECK(g.node_count() == (per_launch == PerLaunch::Ring ? 3u : 1u));  // the ring's head and tail
+      CHECK(a.offset() == before);  // capture does not advance the generator
+      for (const char step : std::string("ERRER")) {
+        if (step == 'E') {
+          draw(a, out, 3, stream);
+        } else if (explicit_stream) {
+          g.replay(stream);
+        } else {
+          cugraphs::StreamGuard on(stream);
+          g.replay();
+        }
+        draw(b, ref, 3, stream);
+        REQUIRE(bitwise_equal(out.to_host(stream), ref.to_host(stream)));
+      }
+      CHECK(a.offset() == b.offset());
     }
-    CHECK(a.offset() == b.offset());
   }
 }
 
 TEST_CASE("RNG: two generators in one graph advance independently; manual_seed between replays "
           "acts as it would eagerly", "[rng][gpu]") {
-  cugraphs::Stream s;
-  Generator g1(7), g2(8), r1(7), r2(8);
-  DeviceBuffer<float> x(kN, s), y(kN, s), z(kN, s), rx(kN, s), ry(kN, s), rz(kN, s);
-  Graph graph;
-  {
-    cugraphs::CaptureScope scope(graph);
-    draw(g1, x, 1, scope.stream());
-    draw(g2, y, 5, scope.stream());
-    draw(g1, z, 9, scope.stream());
-  }
-  auto check_same = [&] {
-    REQUIRE(bitwise_equal(x.to_host(s), rx.to_host(s)));
-    REQUIRE(bitwise_equal(y.to_host(s), ry.to_host(s)));
-    REQUIRE(bitwise_equal(z.to_host(s), rz.to_host(s)));
-  };
-  auto eager = [&] {
-    draw(r1, rx, 1, s);
-    draw(r2, ry, 5, s);
-    draw(r1, rz, 9, s);
-  };
-  for (int round = 0; round < 3; ++round) {
+  for (const auto per_launch : {PerLaunch::Parameters, PerLaunch::Ring}) {
+    INFO("per launch: " << static_cast<int>(per_launch));
+    cugraphs::Stream s;
+    Generator g1(7), g2(8), r1(7), r2(8);
+    DeviceBuffer<float> x(kN, s), y(kN, s), z(kN, s), rx(kN, s), ry(kN, s), rz(kN, s);
+    Graph graph;
+    {
+      cugraphs::CaptureOptions opts;
+      opts.per_launch = per_launch;
+      cugraphs::CaptureScope scope(graph, opts);
+      draw(g1, x, 1, scope.stream());
+      draw(g2, y, 5, scope.stream());
+      draw(g1, z, 9, scope.stream());
+    }
+    auto check_same = [&] {
+      REQUIRE(bitwise_equal(x.to_host(s), rx.to_host(s)));
+      REQUIRE(bitwise_equal(y.to_host(s), ry.to_host(s)));
+      REQUIRE(bitwise_equal(z.to_host(s), rz.to_host(s)));
+    };
+    auto eager = [&] {
+      draw(r1, rx, 1, s);
+      draw(r2, ry, 5, s);
+      draw(r1, rz, 9, s);
+    };
+    for (int round = 0; round < 3; ++round) {
+      graph.replay(s);
+      eager();
+      check_same();
+    }
+    CHECK(g1.offset() == 3 * (4 + 12));
+    CHECK(g2.offset() == 3 * 8);
+    g1.manual_seed(99);
+    r1.manual_seed(99);
     graph.replay(s);
     eager();
     check_same();
+    CHECK(g2.offset() == r2.offset());
   }
-  CHECK(g1.offset() == 3 * (4 + 12));
-  CHECK(g2.offset() == 3 * 8);
-  g1.manual_seed(99);
-  r1.manual_seed(99);
-  graph.replay(s);
-  eager();
-  check_same();
-  CHECK(g2.offset() == r2.offset());
 }
 
 TEST_CASE("RNG: bad use is a clear Error", "[rng][gpu]") {
@@ -141,36 +155,155 @@ __global__ void add_uniforms(float* out, const float* in, std::size_t n, cugraph
 }
 }  // namespace
 
-TEST_CASE("RNG: a graphed callable that draws random numbers has one per-launch ring (one head and one tail "
-          "node) and its calls draw bitwise what eager calls draw",
+TEST_CASE("RNG: a graphed callable that draws random numbers takes its inputs and offsets as kernel arguments "
+          "(no extra node) or through one ring (one head and one tail node), and its calls draw bitwise what eager "
+          "calls draw",
           "[rng][graphed][gpu]") {
-  constexpr std::size_t n = 3000;
-  Generator a(77), b(77);
-  std::array<DeviceBuffer<float>, 2> inputs{DeviceBuffer<float>(n), DeviceBuffer<float>(n)};
-  for (std::size_t k = 0; k < inputs.size(); ++k) {
-    std::vector<float> v(n);
-    for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 3 + k * 17) % 29) - 14.0f;
-    inputs[k].copy_from_host(v);
+  for (const auto per_launch : {PerLaunch::Auto, PerLaunch::Ring}) {
+    INFO("per launch: " << static_cast<int>(per_launch));
+    constexpr std::size_t n = 3000;
+    Generator a(77), b(77);
+    std::array<DeviceBuffer<float>, 2> inputs{DeviceBuffer<float>(n), DeviceBuffer<float>(n)};
+    for (std::size_t k = 0; k < inputs.size(); ++k) {
+      std::vector<float> v(n);
+      for (std::size_t i = 0; i < n; ++i) v[i] = static_cast<float>((i * 3 + k * 17) % 29) - 14.0f;
+      inputs[k].copy_from_host(v);
+    }
+    DeviceBuffer<float> out(n), ref(n);
+    auto f = [&](cugraphs::DeviceSpan<const float> in) {
+      add_uniforms<<<blocks_for(n), kThreads, 0, cugraphs::current_stream()>>>(out.data(), in.data(), n, a.philox(1));
+    };
+    cugraphs::GraphedOptions opts;
+    opts.warmup_iters = 0;  // no eager draws before the capture
+    opts.per_launch = per_launch;
+    auto g = cugraphs::make_graphed_callable(opts, f, cugraphs::DeviceSpan<const float>(inputs[0].span()));
+    const bool ring = per_launch == PerLaunch::Ring;
+    CHECK(g.graph().per_launch() == (ring ? PerLaunch::Ring : PerLaunch::Parameters));  // Auto: two nodes take values
+    // f's kernel and the staging copy; the ring's head and tail.
+    CHECK(g.graph().node_count() == (ring ? 1u + 3u : 1u + 1u));
+    for (int call = 0; call < 6; ++call) {
+      const auto& in = inputs[static_cast<std::size_t>(call % 2)];
+      out.copy_from_host(std::vector<float>(n, -1e30f));  // poison
+      g(cugraphs::DeviceSpan<const float>(in.span()));
+      add_uniforms<<<blocks_for(n), kThreads>>>(ref.data(), in.data(), n, b.philox(1));
+      cugraphs::check_launch("add_uniforms");
+      INFO("call " << call);
+      REQUIRE(bitwise_equal(out.to_host(), ref.to_host()));
+    }
+    CHECK(a.offset() == b.offset());
+    CHECK(a.offset() == 6 * 4);
   }
+}
+
+namespace {
+// Draws as uniforms does with one value a thread, reading its PhiloxArgs from device memory.
+__global__ void uniforms_from(float* out, std::size_t n, const PhiloxArgs* args) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const auto [seed, offset] = cugraphs::rng::unpack(*args);
+  curandStatePhilox4_32_10_t state;
+  curand_init(seed, i, offset, &state);
+  out[i] = curand_uniform(&state);
+}
+
+struct FreePinned {
+  void operator()(void* p) const noexcept { (void)cudaFreeHost(p); }
+};
+}  // namespace
+
+TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAutoParameterNodes drawing kernels and "
+          "through the ring beyond, and through the ring when a draw reaches its kernel through memory; "
+          "PerLaunch::Parameters there is an Error that leaves the graph reusable",
+          "[rng][gpu]") {
+  constexpr std::size_t n = 5000;
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  for (const unsigned kernels : {cugraphs::kAutoParameterNodes, cugraphs::kAutoParameterNodes + 1}) {
+    INFO("drawing kernels: " << kernels);
+    Generator a(11), b(11);
+    std::vector<DeviceBuffer<float>> out, ref;
+    for (unsigned k = 0; k < kernels; ++k) {
+      out.emplace_back(n);
+      ref.emplace_back(n);
+    }
+    Graph g;
+    cugraphs::capture(g, [&](cudaStream_t s) {
+      for (unsigned k = 0; k < kernels; ++k) draw(a, out[k], 1 + static_cast<int>(k), s);
+    });
+    const bool by_arguments = kernels <= cugraphs::kAutoParameterNodes;
+    CHECK(g.per_launch() == (by_arguments ? PerLaunch::Parameters : PerLaunch::Ring));
+    CHECK(g.node_count() == kernels + (by_arguments ? 0u : 2u));
+    for (int replay = 0; replay < 3; ++replay) {
+      g.replay();
+      for (unsigned k = 0; k < kernels; ++k) draw(b, ref[k], 1 + static_cast<int>(k), stream);
+      for (unsigned k = 0; k < kernels; ++k) REQUIRE(bitwise_equal(out[k].to_host(), ref[k].to_host()));
+    }
+    CHECK(a.offset() == b.offset());
+  }
+
+  // The PhiloxArgs reach the kernel through a copy from pinned memory: no kernel argument
+  // holds them, so only the ring can refresh what the kernel reads.
+  void* raw = nullptr;
+  cugraphs::check(cudaHostAlloc(&raw, sizeof(PhiloxArgs), cudaHostAllocDefault), "cudaHostAlloc");
+  const std::unique_ptr<void, FreePinned> pinned(raw);
+  auto* host_args = static_cast<PhiloxArgs*>(raw);
+  DeviceBuffer<PhiloxArgs> device_args(1);
+  Generator a(12), b(12);
   DeviceBuffer<float> out(n), ref(n);
-  auto f = [&](cugraphs::DeviceSpan<const float> in) {
-    add_uniforms<<<blocks_for(n), kThreads, 0, cugraphs::current_stream()>>>(out.data(), in.data(), n, a.philox(1));
+  auto through_memory = [&](cudaStream_t s) {
+    *host_args = a.philox(1);
+    cugraphs::check(cudaMemcpyAsync(device_args.data(), host_args, sizeof(PhiloxArgs), cudaMemcpyHostToDevice, s),
+                    "cudaMemcpyAsync");
+    uniforms_from<<<blocks_for(n), kThreads, 0, s>>>(out.data(), n, device_args.data());
   };
-  cugraphs::GraphedOptions opts;
-  opts.warmup_iters = 0;  // no eager draws before the capture
-  auto g = cugraphs::make_graphed_callable(opts, f, cugraphs::DeviceSpan<const float>(inputs[0].span()));
-  std::size_t nodes = 0;
-  cugraphs::check(cudaGraphGetNodes(g.graph().native_graph(), nullptr, &nodes), "count nodes");
-  CHECK(nodes == 1 + 3);  // f's kernel; the ring's head and tail, the staging copy
-  for (int call = 0; call < 6; ++call) {
-    const auto& in = inputs[static_cast<std::size_t>(call % 2)];
-    out.copy_from_host(std::vector<float>(n, -1e30f));  // poison
-    g(cugraphs::DeviceSpan<const float>(in.span()));
-    add_uniforms<<<blocks_for(n), kThreads>>>(ref.data(), in.data(), n, b.philox(1));
-    cugraphs::check_launch("add_uniforms");
-    INFO("call " << call);
+  Graph g;
+  cugraphs::CaptureOptions forced;
+  forced.per_launch = PerLaunch::Parameters;
+  const auto e = expect_error([&] { cugraphs::capture(g, through_memory, forced); });
+  CHECK(e.code() == cudaSuccess);
+  CHECK(contains(e.what(), "PerLaunch::Parameters, but draw 0 of the capture"));
+  CHECK(g.native_graph() == nullptr);
+  CHECK_NOTHROW(a.manual_seed(12));  // the failed capture let go of the generator
+  cugraphs::capture(g, through_memory);  // Auto
+  CHECK(g.per_launch() == PerLaunch::Ring);
+  for (int replay = 0; replay < 3; ++replay) {
+    g.replay();
+    draw(b, ref, 1, stream);
     REQUIRE(bitwise_equal(out.to_host(), ref.to_host()));
   }
-  CHECK(a.offset() == b.offset());
-  CHECK(a.offset() == 6 * 4);
+}
+
+TEST_CASE("RNG: set_kernel_args on a drawing kernel's node: later replays keep the change and still draw fresh "
+          "numbers, bitwise those of eager calls",
+          "[rng][update][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  for (const auto per_launch : {PerLaunch::Parameters, PerLaunch::Ring}) {
+    INFO("per launch: " << static_cast<int>(per_launch));
+    Generator a(21), b(21);
+    DeviceBuffer<float> x(kN), y(kN), ref(kN);
+    cugraphs::KernelNode<float*, std::size_t, PhiloxArgs, int> node;
+    PhiloxArgs args;
+    Graph g;
+    {
+      cugraphs::CaptureOptions opts;
+      opts.per_launch = per_launch;
+      cugraphs::CaptureScope scope(g, opts);
+      args = a.philox(2);
+      uniforms<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, args, 2);
+      node = cugraphs::captured_kernel_node(uniforms, scope.stream());
+    }
+    g.replay();
+    draw(b, ref, 2, stream);
+    REQUIRE(bitwise_equal(x.to_host(), ref.to_host()));
+    g.set_kernel_args(node, y.data(), kN, args, 2);  // the same draw, into y
+    put_all(x, -1.0f);
+    for (int replay = 0; replay < 3; ++replay) {
+      g.replay();
+      draw(b, ref, 2, stream);
+      REQUIRE(bitwise_equal(y.to_host(), ref.to_host()));
+    }
+    CHECK(x.to_host() == std::vector<float>(kN, -1.0f));  // no replay wrote x since
+    CHECK(a.offset() == b.offset());
+  }
 }

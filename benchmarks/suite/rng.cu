@@ -1,11 +1,12 @@
-// Replays of a graph whose kernel draws random numbers through a Generator (each replay
-// posts the generator's (seed, offset) to the graph's ring before cudaGraphLaunch) against
-// the same graph drawing from fixed arguments: host cost with the stream kept busy, and
-// back-to-back replays to completion. Then the sweep issue 29 chooses by: graphs of 1, 10
-// and 100 small drawing kernels, to completion and host cost, three ways: fixed arguments (no
-// fresh numbers: the floor), the ring (cugraphs today), and the alternative under study, a
-// cudaGraphExecKernelNodeSetParams of every drawing node before each cudaGraphLaunch (raw
-// CUDA here: what that design would cost before it is built).
+// Replays of a graph whose kernel draws random numbers through a Generator against the same
+// graph drawing from fixed arguments: host cost with the stream kept busy, and back-to-back
+// replays to completion, for the default (PerLaunch::Auto, which hands a graph of one drawing
+// kernel its offsets as kernel arguments) and for PerLaunch::Ring. Then the sweep that sets
+// kAutoParameterNodes: graphs of 1, 10 and 100 small drawing kernels, to completion and host
+// cost, four ways: fixed arguments (no fresh numbers: the floor), the library through the
+// ring, the library with offsets as kernel arguments (PerLaunch::Parameters), and the same
+// done by hand in raw CUDA (cudaGraphExecKernelNodeSetParams of every drawing node before each
+// cudaGraphLaunch), which the library's figure should match.
 #include "suite.hpp"
 
 #include <cugraphs/graph.hpp>
@@ -30,22 +31,28 @@ __global__ void uniforms(float* out, unsigned n, cugraphs::PhiloxArgs args) {
 // Graphs of `kernels` small drawing kernels, three ways (see the header).
 void rng_sweep(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
   constexpr unsigned n = 1u << 14;  // small kernels: the latency-bound case
-  std::printf("\n== RNG sweep: graphs of small drawing kernels, fixed args / ring / per-launch node params\n");
-  std::printf("%-8s %12s %12s %12s %9s %9s | %10s %10s %10s\n", "kernels", "fixed done", "ring done", "params done",
-              "ring/fix", "param/fix", "fixed host", "ring host", "param host");
+  std::printf("\n== RNG sweep: graphs of small drawing kernels, fixed args / ring / args (library) / args (raw)\n");
+  std::printf("%-8s %11s %11s %11s %11s %9s %9s | %9s %9s %9s %9s\n", "kernels", "fixed done", "ring done",
+              "args done", "raw done", "ring/fix", "args/fix", "fix host", "ring host", "args host", "raw host");
   for (const int kernels : {1, 10, 100}) {
     cugraphs::DeviceBuffer<float> out(n * static_cast<std::size_t>(kernels));
-    cugraphs::Graph fixed, ring, params;
-    auto capture_with = [&](cugraphs::Graph& g, bool fresh) {
-      cugraphs::capture(g, [&](cudaStream_t s) {
-        for (int k = 0; k < kernels; ++k)
-          uniforms<<<n / 256, 256, 0, s>>>(out.data() + k * std::size_t{n}, n,
-                                           fresh ? gen.philox(4) : cugraphs::PhiloxArgs{1, 4u * k, nullptr});
-      });
+    cugraphs::Graph fixed, ring, args, params;
+    auto capture_with = [&](cugraphs::Graph& g, bool fresh, cugraphs::PerLaunch per_launch) {
+      cugraphs::CaptureOptions opts;
+      opts.per_launch = per_launch;
+      cugraphs::capture(
+          g,
+          [&](cudaStream_t s) {
+            for (int k = 0; k < kernels; ++k)
+              uniforms<<<n / 256, 256, 0, s>>>(out.data() + k * std::size_t{n}, n,
+                                               fresh ? gen.philox(4) : cugraphs::PhiloxArgs{1, 4u * k, nullptr});
+          },
+          opts);
     };
-    capture_with(fixed, false);
-    capture_with(ring, true);
-    capture_with(params, false);
+    capture_with(fixed, false, cugraphs::PerLaunch::Auto);
+    capture_with(ring, true, cugraphs::PerLaunch::Ring);
+    capture_with(args, true, cugraphs::PerLaunch::Parameters);
+    capture_with(params, false, cugraphs::PerLaunch::Auto);
     cugraphs::check_launch("uniforms");
     // The alternative: before each launch, every drawing node gets this launch's (seed,
     // offset) by value (cudaGraphExecKernelNodeSetParams applies to later launches only).
@@ -71,18 +78,22 @@ void rng_sweep(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
     };
     const double fd = to_done([&] { fixed.replay(); }, stream);
     const double rd = to_done([&] { ring.replay(); }, stream);
+    const double ad = to_done([&] { args.replay(); }, stream);
     const double pd = to_done(params_launch, stream);
     HostTimer timer(stream);
-    const auto h = timer.medians({[&] { fixed.replay(); }, [&] { ring.replay(); }, params_launch}, 16, reps(40), 3);
-    std::printf("%-8d %9.2f us %9.2f us %9.2f us %9.3f %9.3f | %7.2f us %7.2f us %7.2f us\n", kernels, fd, rd, pd,
-                rd / fd, pd / fd, h[0], h[1], h[2]);
+    const auto h = timer.medians(
+        {[&] { fixed.replay(); }, [&] { ring.replay(); }, [&] { args.replay(); }, params_launch}, 16, reps(40), 3);
+    std::printf("%-8d %8.2f us %8.2f us %8.2f us %8.2f us %9.3f %9.3f | %6.2f us %6.2f us %6.2f us %6.2f us\n",
+                kernels, fd, rd, ad, pd, rd / fd, ad / fd, h[0], h[1], h[2], h[3]);
     Json& row = report.section("rng_sweep")[std::to_string(kernels)];
     row["fixed_done_us"] = fd;
     row["ring_done_us"] = rd;
+    row["args_done_us"] = ad;
     row["params_done_us"] = pd;
     row["fixed_host_us"] = h[0];
     row["ring_host_us"] = h[1];
-    row["params_host_us"] = h[2];
+    row["args_host_us"] = h[2];
+    row["params_host_us"] = h[3];
   }
 }
 
@@ -93,14 +104,19 @@ void rng_section(Report& report, cudaStream_t stream) {
   constexpr unsigned n = 1u << 20;
   cugraphs::DeviceBuffer<float> out(n);
   cugraphs::Generator gen(1);
-  cugraphs::Graph with_rng, without_rng;
+  cugraphs::Graph with_rng, with_ring, without_rng;
   cugraphs::capture(with_rng, [&](cudaStream_t s) { uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, gen.philox(1)); });
+  cugraphs::CaptureOptions ring_opts;
+  ring_opts.per_launch = cugraphs::PerLaunch::Ring;
+  cugraphs::capture(
+      with_ring, [&](cudaStream_t s) { uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, gen.philox(1)); }, ring_opts);
   cugraphs::capture(without_rng, [&](cudaStream_t s) {
     uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, cugraphs::PhiloxArgs{1, 0, nullptr});
   });
   cugraphs::check_launch("uniforms");
   HostTimer timer(stream);
-  const auto m = timer.medians({[&] { with_rng.replay(); }, [&] { without_rng.replay(); }}, 32, reps(80), 5);
+  const auto m = timer.medians({[&] { with_rng.replay(); }, [&] { without_rng.replay(); }, [&] { with_ring.replay(); }},
+                               32, reps(80), 5);
   auto done = [&](cugraphs::Graph& g) {
     std::vector<double> v;
     for (int r = 0; r < reps(9) + 1; ++r) {
@@ -112,7 +128,7 @@ void rng_section(Report& report, cudaStream_t stream) {
     }
     return median(v);
   };
-  const double dw = done(with_rng), dn = done(without_rng);
+  const double dw = done(with_rng), dn = done(without_rng), dr = done(with_ring);
   const double ratio = m[0] / m[1];
   const std::string v = report.goal({"rng", "rng_vs_fixed", "replay host cost with RNG / without"}, ratio, "<=", 1.1);
   // Issue 29: the replay to completion.
@@ -123,6 +139,8 @@ void rng_section(Report& report, cudaStream_t stream) {
   std::printf("%-26s %11.3f us %11.3f us %8.3f %8s %s\n", "host cost per replay", m[0], m[1], ratio, "<= 1.1", v.c_str());
   std::printf("%-26s %11.2f us %11.2f us %8.3f %8s %s\n", "to done, back to back", dw, dn, dw / dn, "<= 1.1",
               vd.c_str());
+  std::printf("%-26s %11.3f us host, %.2f us to done (%.3f, %.3f of without)\n", "the same, PerLaunch::Ring", m[2],
+              dr, m[2] / m[1], dr / dn);
   timer.note_uncovered();
   {
     Json& sec = report.section("rng");
@@ -130,6 +148,9 @@ void rng_section(Report& report, cudaStream_t stream) {
     sec["without_rng_us"] = m[1];
     sec["with_rng_done_us"] = dw;
     sec["without_rng_done_us"] = dn;
+    sec["ring_us"] = m[2];
+    sec["ring_done_us"] = dr;
+    sec["per_launch"] = with_rng.per_launch() == cugraphs::PerLaunch::Parameters ? "parameters" : "ring";
     sec["uncovered_batches"] = timer.uncovered();
   }
   rng_sweep(report, stream, gen);

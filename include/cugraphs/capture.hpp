@@ -67,6 +67,7 @@ public:
     capture_ = std::make_unique<detail::CaptureSession>(pool, stream, detail::to_cuda(opts.mode),
                                                         detail::name(opts.mode), device, opts.instantiate,
                                                         opts.device_launch, guard, this, op);
+    capture_->per_launch = opts.per_launch;
     mode_ = opts.mode;
     device_ = device;
     moved_from_ = false;
@@ -276,6 +277,9 @@ public:
     return is_capturing() ? capture_->frames.open_frames().size() : 0;
   }
   [[nodiscard]] bool is_instantiated() const noexcept { return exec_.instantiated(); }
+  /// How launches hand the graph its fresh random-number offsets and staged inputs:
+  /// Parameters or Ring (see PerLaunch); Auto when it takes none.
+  [[nodiscard]] PerLaunch per_launch() const noexcept { return exec_.per_launch(); }
   /// How many nodes the captured graph has at its top level (a conditional node counts one;
   /// the per-launch ring's head and tail count too); 0 when nothing is captured.
   [[nodiscard]] std::size_t node_count() const {

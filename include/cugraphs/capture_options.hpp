@@ -4,6 +4,7 @@
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/memory.hpp>
+#include <cugraphs/per_launch.hpp>
 #include <cugraphs/stream.hpp>
 
 #include <cuda_runtime_api.h>
@@ -45,6 +46,9 @@ struct CaptureOptions {
   bool device_launch = false;
   /// Whether legacy-default-stream work during the capture is refused (see EscapeCheck).
   EscapeCheck escapes = EscapeCheck::Auto;
+  /// How each launch gets its fresh random-number offsets and staged input addresses
+  /// (see PerLaunch): the results are the same, the costs differ.
+  PerLaunch per_launch = PerLaunch::Auto;
 };
 
 namespace detail {

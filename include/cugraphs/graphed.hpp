@@ -7,6 +7,7 @@
 #include <cugraphs/detail/launchers.hpp>
 #include <cugraphs/flatten.hpp>
 #include <cugraphs/memory.hpp>
+#include <cugraphs/per_launch.hpp>
 #include <cugraphs/stream.hpp>
 
 #include <algorithm>
@@ -31,6 +32,8 @@ struct GraphedOptions {
   /// The stream the warm-up calls and the capture run on; nullptr: capture_stream() of the
   /// current device. Calls run on current_stream() (or the stream passed to them) regardless.
   cudaStream_t stream = nullptr;
+  /// How each call hands the graph its input addresses and random-number offsets (PerLaunch).
+  PerLaunch per_launch = PerLaunch::Auto;
 };
 
 namespace detail {
@@ -180,6 +183,7 @@ public:
       co.pool = pool;
       co.mode = opts.mode;
       co.stream = opts.stream;
+      co.per_launch = opts.per_launch;
       CaptureScope scope(graph_, co);
       // Static inputs from the graph's pool, shaped like the samples.
       [[maybe_unused]] std::size_t next = 0;  // unused without inputs
@@ -193,11 +197,11 @@ public:
       };
       next = 0;
       std::apply([&](const auto&... statics) { (detail::visit_leaves(statics, next, record), ...); }, *static_inputs_);
-      // The head of the graph's per-launch ring takes each call's input addresses; this
-      // copy, captured before f, moves them onto the static inputs.
+      // Each call hands the graph its input addresses (as the copy's arguments, or through
+      // the ring's head); this copy, captured before f, moves them onto the static inputs.
       const auto staging = detail::innermost_capture()->launch_ring(op).stage(input_leaves, op);
       args_ = {targets_.data(), staging.sources, staging.control, static_cast<unsigned>(input_leaves),
-               static_cast<unsigned>(std::clamp<std::size_t>(max_bytes / (256 * 16 * 4), 1, 64))};
+               static_cast<unsigned>(std::clamp<std::size_t>(max_bytes / (256 * 16 * 4), 1, 64)), {}};
       if constexpr (input_leaves > 0) detail::launch_stage(args_, scope.stream(), op);
       if constexpr (std::is_void_v<Result>) {
         std::apply(f_, *static_inputs_);

@@ -92,6 +92,7 @@ public:
   ConditionalFrames frames;                       // open conditional nodes, innermost last
   DriverLog log;                                  // the driver's log position at capture_begin
   bool updatable_nodes = false;                   // launch_updatable captured a node here
+  PerLaunch per_launch = PerLaunch::Auto;         // how launches get their values (CaptureOptions)
 
   // Whether the capture is still open (end() and abort() close it).
   [[nodiscard]] bool is_open() const noexcept { return open_; }
@@ -112,7 +113,7 @@ public:
                        "random numbers or stages inputs takes fresh values from the host at every launch, which "
                        "its launches from the device would not get. Capture it without device_launch, or pass the "
                        "values through device memory");
-    if (!ring) ring = std::make_unique<LaunchRing>(op);
+    if (!ring) ring = std::make_unique<LaunchRing>(op, per_launch);
     return *ring;
   }
 
@@ -142,25 +143,16 @@ public:
   }
 #endif
 
-  // Ends the capture (the per-launch ring's tail captured last) and closes the session. On
+  // Ends the capture and closes the session. On
   // failure (an invalidated capture, unjoined work, work that escaped to the legacy default
   // stream) the partial graph is destroyed and the Error says why.
   [[nodiscard]] Captured end(std::string_view op) {
     // The error a refused legacy-stream call left on this thread is read first.
     const cudaError_t escaped = cudaPeekAtLastError();
     (void)guard_.join(stream);
-    cudaError_t tail = cudaSuccess;
-    if (ring) {
-      CUGRAPHS_TRY {
-        tail = ring->capture_tail(stream, op);
-      } CUGRAPHS_CATCH_ALL {
-        abort();
-        CUGRAPHS_RETHROW;
-      }
-    }
     Captured c;
     const cudaError_t e = cudaStreamEndCapture(stream, &c.graph);
-    const bool ok = e == cudaSuccess && c.graph != nullptr && tail == cudaSuccess;
+    const bool ok = e == cudaSuccess && c.graph != nullptr;
     const std::string driver_said = e != cudaSuccess ? log.since() : std::string{};
     if (ring) ring->end_capture();
     close(ok);
@@ -173,8 +165,6 @@ public:
       return c;
     }
     if (c.graph != nullptr) report_in_destructor(cudaGraphDestroy(c.graph), "cudaGraphDestroy");
-    if (e == cudaSuccess && c.graph != nullptr)
-      throw_cuda(tail, format("{}: capturing the per-launch ring's tail kernel", op));
     const cudaError_t why = e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated;
     (void)cudaGetLastError();
     const bool escape = why == cudaErrorStreamCaptureInvalidated && escaped == cudaErrorStreamCaptureImplicit;

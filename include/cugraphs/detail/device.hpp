@@ -128,6 +128,19 @@ inline void check_device_readable(const void* p, int device, std::string_view op
   check_device_readable(p, device, op, what, [] { return false; });
 }
 
+// Waits until `device` has finished all its work, in relaxed capture mode (a capture open on
+// this thread goes on), leaving the current device as it was. Returns the wait's error.
+[[nodiscard]] inline cudaError_t synchronize_device(int device) noexcept {
+  RelaxedCaptureMode relaxed;
+  int current = device;
+  cudaError_t e = cudaGetDevice(&current);
+  const bool switched = e == cudaSuccess && current != device;
+  if (switched) e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (switched) (void)cudaSetDevice(current);
+  return e;
+}
+
 // `bytes` of device memory of the current device owned by the library itself (state a
 // graph keeps across replays). Not from a graph pool on purpose: a pool hands blocks that
 // earlier graphs use as temporaries to later captures, and replaying those graphs would

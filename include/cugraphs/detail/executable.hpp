@@ -64,7 +64,7 @@ public:
     upload_stream_ = stream;
     device_ = device;
     CUGRAPHS_TRY {
-      if (c.ring) c.ring->attach_head(graph_->graph, stream, "Graph::capture_end (per-launch ring)");
+      if (c.ring) c.ring->attach(graph_->graph, stream, "Graph::capture_end (per-launch values)");
     } CUGRAPHS_CATCH_ALL {
       graph_.reset();
       CUGRAPHS_RETHROW;
@@ -185,6 +185,7 @@ public:
     const cudaGraphNode_t target = exec_node(capture, index, node, op);
     if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess) [[unlikely]]
       throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
+    if (ring_) ring_->node_set(exec_, resolver(op), target, p);  // its later launches keep the change
     upload_if_device_launched(op);
   }
 
@@ -208,12 +209,16 @@ public:
         run();
     };
     if (ring_) [[unlikely]]
-      ring_->launch(stream, stage, guard, go, op);
+      ring_->launch(stream, exec_, resolver(op), stage, guard, go, op);
     else
       guard(go);
   }
 
   [[nodiscard]] bool stages() const noexcept { return ring_ && ring_->stages(); }
+  // How launches get their per-launch values; Auto when the graph takes none.
+  [[nodiscard]] PerLaunch per_launch() const noexcept {
+    return !ring_ ? PerLaunch::Auto : ring_->by_arguments() ? PerLaunch::Parameters : PerLaunch::Ring;
+  }
 
   // The executable, its graph and what they kept go; the ring first waits until launches in
   // flight have finished with it.
@@ -319,6 +324,17 @@ private:
     upload_stream_ = source.upload_stream_;
     source.reset();
   }
+
+  // For the per-launch values: the executable's node for node `index` (`node`) of the
+  // capture graph_ holds.
+  struct Resolver {
+    Executable* self;
+    std::string_view op;
+    cudaGraphNode_t operator()(std::size_t index, cudaGraphNode_t node) const {
+      return self->exec_node(self->current_capture_, index, node, op);
+    }
+  };
+  [[nodiscard]] Resolver resolver(std::string_view op) noexcept { return {this, op}; }
 
   // The node of the graph exec_ was instantiated from that a node taken in capture `capture`
   // (at `index`, as `node`) stands for.

@@ -1,6 +1,7 @@
 // Questions asked of a CUDA graph or of a capturing stream: the graph's nodes in capture
 // order, its roots, where a node stands, whether the graph allocates an address, what a
-// node type is called, and what a capturing stream attaches its next node to.
+// node type is called, where its work ends, and what a capturing stream attaches its next
+// node to.
 #pragma once
 
 #include <cugraphs/config.hpp>
@@ -8,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string_view>
@@ -47,6 +49,27 @@ namespace cugraphs::detail {
   if (n != 0) check(get(g, nodes.data(), &n), "{}: {}", op, what);
   nodes.resize(n);
   return nodes;
+}
+
+// The nodes of `g` nothing depends on: where its work ends.
+[[nodiscard]] inline std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::string_view op) {
+  std::size_t n = 0;
+  const auto edges = [&](cudaGraphNode_t* from, cudaGraphNode_t* to) {
+#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+    return cudaGraphGetEdges(g, from, to, nullptr, &n);
+#else
+    return cudaGraphGetEdges(g, from, to, &n);
+#endif
+  };
+  check(edges(nullptr, nullptr), "{}: cudaGraphGetEdges", op);
+  std::vector<cudaGraphNode_t> from(n), to(n);
+  if (n != 0) check(edges(from.data(), to.data()), "{}: cudaGraphGetEdges", op);
+  from.resize(n);
+  std::ranges::sort(from);
+  std::vector<cudaGraphNode_t> sinks;
+  for (cudaGraphNode_t node : graph_nodes(g, op))
+    if (!std::ranges::binary_search(from, node)) sinks.push_back(node);
+  return sinks;
 }
 
 // How many nodes `g` has at its top level.

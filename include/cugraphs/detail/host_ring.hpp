@@ -124,17 +124,7 @@ public:
     if (words_ == nullptr || abandoned_) return;
     for (unsigned i = 0; i < Waiter::kYields && done() < posted_; ++i) yield_thread();
     if (done() >= posted_) return;
-    cudaError_t e = cudaSuccess;
-    {
-      RelaxedCaptureMode relaxed;  // a capture open on this thread must go on
-      int current = device_;
-      e = cudaGetDevice(&current);
-      const bool switched = e == cudaSuccess && current != device_;
-      if (switched) e = cudaSetDevice(device_);
-      if (e == cudaSuccess) e = cudaDeviceSynchronize();
-      if (switched) (void)cudaSetDevice(current);
-    }
-    if (e != cudaSuccess) {
+    if (const cudaError_t e = synchronize_device(device_); e != cudaSuccess) {
       (void)cudaGetLastError();
       report_in_destructor(e, op);
       abandoned_ = true;

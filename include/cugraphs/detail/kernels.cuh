@@ -76,7 +76,7 @@ __global__ void ring_head_kernel_impl(RingArgs a) {
 // The tail: one more launch has finished with its slot and with everything the ring's owner
 // holds. Captured last, so it runs after every other node of the launch.
 template <int = 0>
-__global__ void ring_tail_kernel(RingArgs a) {
+__global__ void ring_tail_kernel_impl(RingArgs a) {
   if (a.control[1] == 0) return;
   const unsigned long long done = a.control[0] + 1;
   a.control[0] = done;
@@ -86,16 +86,21 @@ __global__ void ring_tail_kernel(RingArgs a) {
 
 template <int = 0>
 cudaError_t launch_ring_tail_kernel(const RingArgs& a, cudaStream_t stream) {
-  ring_tail_kernel<<<1, 1, 0, stream>>>(a);
+  ring_tail_kernel_impl<<<1, 1, 0, stream>>>(a);
   return cudaGetLastError();
 }
 
-// The staging copy: copies every input address the head took onto its static buffer.
+// The staging copy: copies every input address of the launch onto its static buffer.
 template <int = 0>
 __global__ void stage_copy_kernel(StageArgs a) {
-  if (a.control[1] == 0) return;
   const unsigned leaf = blockIdx.y;
-  const void* src = a.sources[leaf];
+  const void* src = nullptr;
+  if (a.control == nullptr) {
+    src = a.inline_sources[leaf];
+  } else {
+    if (a.control[1] == 0) return;
+    src = a.sources[leaf];
+  }
   if (src == nullptr) return;  // aliased input: nothing to copy
   const StageTarget t = a.targets[leaf];
   const std::size_t start = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
@@ -121,6 +126,7 @@ cudaError_t launch_stage_kernel(const StageArgs& a, cudaStream_t stream) {
 [[maybe_unused]] static const bool ring_registered = [] {
   ring_head_kernel.store(reinterpret_cast<const void*>(&ring_head_kernel_impl<>), std::memory_order_release);
   ring_tail_launcher.store(&launch_ring_tail_kernel<>, std::memory_order_release);
+  ring_tail_kernel.store(reinterpret_cast<const void*>(&ring_tail_kernel_impl<>), std::memory_order_release);
   stage_launcher.store(&launch_stage_kernel<>, std::memory_order_release);
   return true;
 }();

@@ -1,28 +1,39 @@
-// The values a graph needs afresh at every launch, handed over through one ring: each
-// replay's (seed, offset) of every generator it draws from, and a graphed callable's input
-// addresses. A graph that has any gets one head kernel before its first node and one tail
-// kernel after its last. The host writes launch k's values in slot k % slots of a pinned
-// HostRing, publishes the tag k + 1, then launches. The head takes the slot if its tag is
-// there: the generators' words go to the buffer the captured kernels read, the input
-// addresses to the table the staging copy reads. The tail counts the launch done, on the
-// device and in pinned memory, so the host knows the slot is free and that the launch has
-// finished with everything the ring's owner holds. A launch nothing was posted for (an
-// executable launched outside cugraphs) takes nothing: it keeps the last numbers and stages
-// nothing.
+// The values a graph needs afresh at every launch: each replay's (seed, offset) of every
+// generator it draws from, and a graphed callable's input addresses. Recorded while the
+// capture is open; once it has ended, attach() chooses how launches get them (PerLaunch):
+//
+// - As kernel arguments: the kernel nodes whose arguments hold a draw's PhiloxArgs or the
+//   staging copy's StageArgs are found (KernelArgs), and before each launch they are set to
+//   this launch's values (cudaGraphExecKernelNodeSetParams applies to later launches only).
+//   No device work is added.
+// - Through a ring: one head kernel goes before the graph's first nodes and one tail kernel
+//   after its last. The host writes launch k's values in slot k % slots of a pinned HostRing,
+//   publishes the tag k + 1, then launches. The head takes the slot if its tag is there: the
+//   generators' words go to the buffer the captured kernels read, the input addresses to the
+//   table the staging copy reads. The tail counts the launch done, on the device and in
+//   pinned memory, so the host knows the slot is free and that the launch has finished with
+//   everything the ring's owner holds. A launch nothing was posted for (an executable
+//   launched outside cugraphs) takes nothing: it keeps the last numbers and stages nothing.
+//   A launch of the executable outside cugraphs, taking its values as arguments, repeats the
+//   last launch's.
 #pragma once
 
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/detail/host_ring.hpp>
+#include <cugraphs/detail/kernel_args.hpp>
 #include <cugraphs/detail/launchers.hpp>
 #include <cugraphs/error.hpp>
+#include <cugraphs/per_launch.hpp>
 
 #include <cuda_runtime_api.h>
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string_view>
 #include <utility>
@@ -48,8 +59,8 @@ struct GeneratorState {
 
 inline constexpr unsigned kMaxGeneratorsPerGraph = 8;
 
-// A graph's per-launch ring: recorded while its capture is open (the generators drawn from,
-// the staged inputs), put around the graph when the capture ends, posted to by every launch.
+// A graph's per-launch values: recorded while its capture is open (the generators drawn
+// from, the staged inputs), readied once it has ended (attach), handed to every launch.
 class LaunchRing {
 public:
   static constexpr unsigned kSlots = 64;
@@ -63,14 +74,15 @@ public:
 
   // Made while the capture is open on this thread. The device words live outside the
   // graph's pool: another graph sharing the pool could reuse their blocks as temporaries.
-  explicit LaunchRing(std::string_view what)
-      : control_(private_device_memory(kControlWords * sizeof(unsigned long long), what)) {}
+  LaunchRing(std::string_view what, PerLaunch policy)
+      : control_(private_device_memory(kControlWords * sizeof(unsigned long long), what)), policy_(policy),
+        device_(current_device()) {}
   LaunchRing(const LaunchRing&) = delete;
   LaunchRing& operator=(const LaunchRing&) = delete;
   ~LaunchRing() {
     end_capture();
-    // Before the device words go: launches in flight read and write them until their tail.
-    ring_.wait_all("Graph: waiting for launches in flight (per-launch ring)");
+    // Before the device words and what the owner holds go: launches in flight use them.
+    wait_all("Graph: waiting for launches in flight (per-launch values)");
   }
 
   // ---- while the capture is open
@@ -87,6 +99,7 @@ public:
       throw_misuse(op, "this graph would draw more than 2^64 values per thread from the generator; the "
                        "64-bit Philox offset would overflow");
     const Draw d{reinterpret_cast<const std::uint64_t*>(values()) + 2 * i, uses_[i].increment};
+    draws_.push_back({i, d.offset});
     uses_[i].increment += reserved;
     return d;
   }
@@ -99,20 +112,6 @@ public:
     return {control(), static_cast<const void* const*>(sources_.get())};
   }
 
-  // Before the capture ends, on its stream: allocates the ring, now that the slot's width is
-  // known, and captures the tail. Returns the launch's error (an invalidated capture fails
-  // it; cudaStreamEndCapture then says why); throws when the ring cannot be made.
-  [[nodiscard]] cudaError_t capture_tail(cudaStream_t stream, std::string_view op) {
-    const RingTailLauncher tail = ring_tail_launcher.load(std::memory_order_acquire);
-    if (tail == nullptr) throw_needs_nvcc(op, "a graph that draws random numbers or stages inputs");
-    ring_ = HostRing(kSlots, width(), "the per-launch ring");
-    args_ = {ring_.data(), kSlots, width(), static_cast<unsigned>(uses_.size()), leaves_, values(),
-             static_cast<const void**>(sources_.get()), control(), ring_.done_word()};
-    const cudaError_t e = tail(args_, stream);
-    if (e != cudaSuccess) (void)cudaGetLastError();
-    return e;
-  }
-
   // Once the capture has ended: the generators may advance again outside captures.
   void end_capture() noexcept {
     if (!capturing_) return;
@@ -123,48 +122,59 @@ public:
     }
   }
 
-  // Puts the head kernel before every root node of `g`, the graph the capture made, and
-  // zeroes the launch counter on `stream`.
-  void attach_head(cudaGraph_t g, cudaStream_t stream, std::string_view op) {
-    const void* kernel = ring_head_kernel.load(std::memory_order_acquire);
-    if (kernel == nullptr) throw_needs_nvcc(op, "a graph that draws random numbers or stages inputs");
+  // ---- once the capture has ended
+
+  // Readies `g`, the graph the capture made, for its launches' values: as kernel arguments
+  // where the policy allows and every value reaches its kernel as one, else through the ring
+  // (its head before every root node, its tail after every last node). Zeroes the device
+  // words on `stream` first.
+  void attach(cudaGraph_t g, cudaStream_t stream, std::string_view op) {
     {
-      // Done before any replay, on whatever stream: the stream is idle, and the wait runs in
+      // Done before any launch, on whatever stream: the stream is idle, and the wait runs in
       // relaxed mode for a capture that may be open on this thread.
       RelaxedCaptureMode relaxed;
       check(cudaMemsetAsync(control(), 0, kControlWords * sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
       check(cudaStreamSynchronize(stream), "{}: cudaStreamSynchronize", op);
     }
-    void* params[] = {&args_};
-    cudaKernelNodeParams kp{};
-    kp.func = const_cast<void*>(kernel);
-    kp.gridDim = dim3(1);
-    kp.blockDim = dim3(head_threads(args_));
-    kp.kernelParams = params;
-    const auto roots = graph_nodes(g, op, true);
-    cudaGraphNode_t head = nullptr;
-    check(cudaGraphAddKernelNode(&head, g, nullptr, 0, &kp), "{}: cudaGraphAddKernelNode", op);
-    for (cudaGraphNode_t root : roots) add_edge(g, head, root, op);
+    if (policy_ != PerLaunch::Ring && find_argument_sites(g, op)) return;
+    patched_.clear();
+    attach_ring(g, op);
   }
+
+  // Whether launches take their values as kernel arguments (else through the ring).
+  [[nodiscard]] bool by_arguments() const noexcept { return by_arguments_; }
 
   // ---- every launch
 
-  // One launch, as one transaction: waits until the next slot is free; lets `stage` write the
-  // launch's input-address words (one a leaf, 0 for an input not copied; `stage` may throw,
-  // and then nothing is published); then, inside `guard` (which runs what it is given, for
-  // a checked pool under the pool's lock and checks), writes each generator's (seed,
-  // offset), advancing it by what a launch draws, publishes the slot (its tag last) and
-  // calls `go`, which launches or throws. A launch that throws takes its post back (the
-  // generators stay advanced).
-  template <class Stage, class Guard, class Go>
-  void launch(cudaStream_t stream, Stage&& stage, Guard&& guard, Go&& go, std::string_view op) {
+  // One launch of `exec`, as one transaction: waits until the ring's next slot is free; lets
+  // `stage` write the launch's input-address words (one a leaf, 0 for an input not copied;
+  // `stage` may throw, and then nothing is posted); then, inside `guard` (which runs what it
+  // is given, for a checked pool under the pool's lock and checks), takes each generator's
+  // (seed, offset), advancing it by what a launch draws, hands the values over (sets the
+  // nodes that take them as arguments, or publishes the slot, its tag last) and calls `go`,
+  // which launches or throws. A launch that throws takes its post back (the generators stay
+  // advanced). `resolve(index, node)` names the executable's node for a node of the capture.
+  template <class Resolve, class Stage, class Guard, class Go>
+  void launch(cudaStream_t stream, cudaGraphExec_t exec, Resolve&& resolve, Stage&& stage, Guard&& guard, Go&& go,
+              std::string_view op) {
+    if (by_arguments_) {
+      bind(exec, resolve);
+      stage(std::span<unsigned long long>(staged_.data(), leaves_));
+      guard([&] {
+        take_values();
+        for (PatchedNode& n : patched_) set_node(exec, n, op);
+        go();
+        ++launches_;
+      });
+      return;
+    }
     unsigned long long* slot = ring_.next_slot(stream, op);
     stage(std::span<unsigned long long>(slot + 1 + 2 * uses_.size(), leaves_));
     guard([&] {
+      take_values();
       for (std::size_t i = 0; i < uses_.size(); ++i) {
-        const auto [seed, offset] = uses_[i].generator->take(uses_[i].increment);
-        slot[1 + 2 * i] = seed;
-        slot[2 + 2 * i] = offset;
+        slot[1 + 2 * i] = taken_[i].first;
+        slot[2 + 2 * i] = taken_[i].second;
       }
       ring_.publish(slot);
       CUGRAPHS_TRY {
@@ -177,11 +187,43 @@ public:
     });
   }
 
+  // After `target`, a node of `exec`, was set to `p` outside this ring (Graph::set_kernel_args):
+  // the values handed over as its arguments are found in `p` afresh, so that later launches
+  // keep the change.
+  template <class Resolve>
+  void node_set(cudaGraphExec_t exec, Resolve&& resolve, cudaGraphNode_t target, const cudaKernelNodeParams& p) {
+    if (!by_arguments_) return;
+    bind(exec, resolve);
+    for (auto it = patched_.begin(); it != patched_.end(); ++it) {
+      if (it->target != target) continue;
+      auto layout = KernelArgs::layout(p.func);
+      if (!layout) {  // a kernel whose arguments cannot be read: the change is the caller's alone
+        patched_.erase(it);
+        return;
+      }
+      it->args = KernelArgs(p, std::move(*layout));
+      find_sites(*it);
+      return;
+    }
+  }
+
   // Whether launches stage a graphed callable's inputs.
   [[nodiscard]] bool stages() const noexcept { return sources_ != nullptr; }
 
-  // Waits until every launch posted so far has finished (its tail has run).
-  void wait_all(std::string_view op) noexcept { ring_.wait_all(op); }
+  // Waits until every launch so far has finished: through the ring, until its tail has run;
+  // with values as arguments, until the device is idle.
+  void wait_all(std::string_view op) noexcept {
+    if (!by_arguments_) {
+      ring_.wait_all(op);
+      return;
+    }
+    if (launches_ == 0) return;
+    if (const cudaError_t e = synchronize_device(device_); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      report_in_destructor(e, op);
+    }
+    launches_ = 0;
+  }
 
 private:
   // control_: [0] launches taken, [1] whether this launch took a slot, then the generators'
@@ -191,6 +233,23 @@ private:
   struct Use {
     std::shared_ptr<GeneratorState> generator;
     std::uint64_t increment = 0;  // consumed by one launch
+  };
+  struct DrawMade {
+    unsigned generator;
+    std::uint64_t offset;  // inside the graph
+  };
+  // A kernel node whose arguments take per-launch values, and where.
+  struct PatchedNode {
+    std::size_t index;            // among the capture's nodes
+    cudaGraphNode_t node;         // of the capture's graph
+    cudaGraphNode_t target;       // of the executable, once bound
+    KernelArgs args;
+    struct Site {
+      std::size_t at;  // byte of the PhiloxArgs in the arguments
+      DrawMade draw;
+    };
+    std::vector<Site> draws;
+    std::optional<std::size_t> stage;  // byte of the StageArgs
   };
 
   unsigned index_of(const std::shared_ptr<GeneratorState>& g, std::string_view op) {
@@ -206,6 +265,145 @@ private:
     return static_cast<unsigned>(uses_.size() - 1);
   }
 
+  // Where `n`'s arguments hold a PhiloxArgs of this graph's draws (seed 0, offset, base at
+  // one of the generators' words) or the staging copy's StageArgs.
+  void find_sites(PatchedNode& n) const {
+    n.draws.clear();
+    n.stage.reset();
+    const auto words = reinterpret_cast<std::uintptr_t>(values());
+    n.args.for_each_place(3, [&](std::size_t at) {
+      const std::uint64_t base = n.args.word(at + 16);
+      if (n.args.word(at) != 0 || base < words || base >= words + 16 * uses_.size() || (base - words) % 16 != 0) return;
+      n.draws.push_back({at, {static_cast<unsigned>((base - words) / 16), n.args.word(at + 8)}});
+    });
+    if (!sources_) return;
+    for (const auto& q : n.args.params()) {
+      if (q.size != sizeof(StageArgs)) continue;
+      StageArgs a;
+      std::memcpy(&a, n.args.bytes() + q.offset, sizeof a);
+      if (a.sources == sources_.get() || (a.control == nullptr && a.targets == stage_targets_)) n.stage = q.offset;
+    }
+  }
+
+  // Finds the kernel nodes of `g` that take the graph's per-launch values as arguments, and
+  // whether they take them all; readies the staging copy to take its addresses as arguments.
+  // False (nothing changed) where the ring must be used.
+  bool find_argument_sites(cudaGraph_t g, std::string_view op) {
+    if (sources_ && leaves_ > StageArgs::kInlineLeaves) return refuse_arguments(op, "the staging copy's inputs (more than 64 leaves)");
+    const auto nodes = graph_nodes(g, op);
+    std::vector<PatchedNode> found;
+    std::vector<bool> seen(draws_.size(), false);
+    bool staged = false;
+    for (std::size_t i = 0; i < nodes.size(); ++i) {
+      cudaGraphNodeType t{};
+      if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess || t != cudaGraphNodeTypeKernel) continue;
+      auto args = KernelArgs::read(nodes[i]);
+      if (!args) continue;
+      PatchedNode n{i, nodes[i], nullptr, std::move(*args), {}, {}};
+      find_sites(n);
+      if (n.draws.empty() && !n.stage) continue;
+      for (const auto& site : n.draws)
+        for (std::size_t d = 0; d < draws_.size(); ++d)
+          if (draws_[d].generator == site.draw.generator && draws_[d].offset == site.draw.offset) seen[d] = true;
+      staged = staged || n.stage.has_value();
+      found.push_back(std::move(n));
+    }
+    (void)cudaGetLastError();
+    for (std::size_t d = 0; d < draws_.size(); ++d)
+      if (!seen[d])
+        return refuse_arguments(op, format("draw {} of the capture (generator {} of the graph, offset {}), passed "
+                                           "through memory or to a kernel whose arguments CUDA cannot lay out,",
+                                           d, draws_[d].generator, draws_[d].offset));
+    if (sources_ && leaves_ != 0 && !staged) return refuse_arguments(op, "the staging copy's inputs");
+    if (policy_ == PerLaunch::Auto && found.size() > kAutoParameterNodes) return false;
+    // The staging copy reads its addresses from its arguments from now on, none to begin with
+    // (a launch outside cugraphs before any call stages nothing).
+    for (PatchedNode& n : found) {
+      if (!n.stage) continue;
+      StageArgs a;
+      std::memcpy(&a, n.args.bytes() + *n.stage, sizeof a);
+      stage_targets_ = a.targets;
+      a.control = nullptr;
+      a.sources = nullptr;
+      for (auto& src : a.inline_sources) src = nullptr;
+      std::memcpy(n.args.bytes() + *n.stage, &a, sizeof a);
+      check(cudaGraphKernelNodeSetParams(n.node, &n.args.launch()), "{}: cudaGraphKernelNodeSetParams (staging copy)", op);
+    }
+    patched_ = std::move(found);
+    staged_.assign(leaves_, 0);
+    by_arguments_ = true;
+    return true;
+  }
+
+  // Under PerLaunch::Parameters, an Error naming `what` does not reach its kernel as an
+  // argument; under Auto, false (the ring is used).
+  bool refuse_arguments(std::string_view op, std::string_view what) const {
+    if (policy_ == PerLaunch::Parameters)
+      throw_misuse(op, "the capture asked for PerLaunch::Parameters, but {} does not reach its kernel as a kernel "
+                       "argument, so launches could not hand it over that way. Pass the PhiloxArgs to the kernel "
+                       "by value, or capture with PerLaunch::Auto or PerLaunch::Ring",
+                   what);
+    return false;
+  }
+
+  // The ring's head before every root node of `g` and its tail after every last one.
+  void attach_ring(cudaGraph_t g, std::string_view op) {
+    const void* head_kernel = ring_head_kernel.load(std::memory_order_acquire);
+    const void* tail_kernel = ring_tail_kernel.load(std::memory_order_acquire);
+    if (head_kernel == nullptr || tail_kernel == nullptr)
+      throw_needs_nvcc(op, "a graph that draws random numbers or stages inputs");
+    ring_ = HostRing(kSlots, width(), "the per-launch ring");
+    args_ = {ring_.data(), kSlots, width(), static_cast<unsigned>(uses_.size()), leaves_, values(),
+             static_cast<const void**>(sources_.get()), control(), ring_.done_word()};
+    const auto roots = graph_nodes(g, op, true);
+    auto sinks = graph_sinks(g, op);
+    void* params[] = {&args_};
+    cudaKernelNodeParams kp{};
+    kp.func = const_cast<void*>(head_kernel);
+    kp.gridDim = dim3(1);
+    kp.blockDim = dim3(head_threads(args_));
+    kp.kernelParams = params;
+    cudaGraphNode_t head = nullptr;
+    check(cudaGraphAddKernelNode(&head, g, nullptr, 0, &kp), "{}: cudaGraphAddKernelNode (ring head)", op);
+    for (cudaGraphNode_t root : roots) add_edge(g, head, root, op);
+    if (sinks.empty()) sinks.push_back(head);  // an empty capture: the tail after the head alone
+    kp.func = const_cast<void*>(tail_kernel);
+    kp.blockDim = dim3(1);
+    cudaGraphNode_t tail = nullptr;
+    check(cudaGraphAddKernelNode(&tail, g, sinks.data(), sinks.size(), &kp), "{}: cudaGraphAddKernelNode (ring tail)", op);
+  }
+
+  // Names the executable's nodes for the patched nodes, once per executable.
+  template <class Resolve>
+  void bind(cudaGraphExec_t exec, const Resolve& resolve) {
+    if (bound_ == exec) [[likely]]
+      return;
+    for (PatchedNode& n : patched_) n.target = resolve(n.index, n.node);
+    bound_ = exec;
+  }
+
+  // Each generator's (seed, offset) for this launch, advancing it by what a launch draws.
+  void take_values() {
+    taken_.resize(uses_.size());
+    for (std::size_t i = 0; i < uses_.size(); ++i) taken_[i] = uses_[i].generator->take(uses_[i].increment);
+  }
+
+  // Writes this launch's values into `n`'s arguments and sets its node in `exec`.
+  void set_node(cudaGraphExec_t exec, PatchedNode& n, std::string_view op) {
+    for (const auto& site : n.draws) {
+      const auto [seed, offset] = taken_[site.draw.generator];
+      n.args.set_word(site.at, seed);
+      n.args.set_word(site.at + 8, offset + site.draw.offset);
+      n.args.set_word(site.at + 16, 0);  // rng::unpack takes the numbers themselves
+    }
+    if (n.stage && leaves_ != 0)
+      std::memcpy(n.args.bytes() + *n.stage + offsetof(StageArgs, inline_sources), staged_.data(),
+                  leaves_ * sizeof(unsigned long long));
+    if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, n.target, &n.args.launch()); e != cudaSuccess)
+      [[unlikely]]
+      throw_cuda(e, format("{}: handing a launch its values (cudaGraphExecKernelNodeSetParams)", op));
+  }
+
   [[nodiscard]] unsigned long long* control() const noexcept { return static_cast<unsigned long long*>(control_.get()); }
   [[nodiscard]] unsigned long long* values() const noexcept { return control() + 2; }
   [[nodiscard]] unsigned width() const noexcept { return 1 + 2 * static_cast<unsigned>(uses_.size()) + leaves_; }
@@ -213,8 +411,20 @@ private:
   std::shared_ptr<void> control_;
   std::shared_ptr<void> sources_;  // set when the graph stages inputs
   std::vector<Use> uses_;
+  std::vector<DrawMade> draws_;    // every draw of the capture, in order
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> taken_;  // this launch's (seed, offset) a generator
   unsigned leaves_ = 0;
   bool capturing_ = true;
+  PerLaunch policy_;
+  int device_;
+  // Values as kernel arguments:
+  bool by_arguments_ = false;
+  std::vector<PatchedNode> patched_;
+  std::vector<unsigned long long> staged_;  // this launch's input addresses
+  const StageTarget* stage_targets_ = nullptr;  // the staging copy's table, to find it again
+  cudaGraphExec_t bound_ = nullptr;             // the executable patched_'s targets name
+  std::uint64_t launches_ = 0;                  // since the last wait_all
+  // Values through the ring:
   RingArgs args_{};
   HostRing ring_;  // last: waited for before the device words go
 };

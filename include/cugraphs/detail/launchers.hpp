@@ -42,7 +42,8 @@ inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* 
 // The per-launch ring's kernels (detail/launch_ring.hpp). The head, one block, is put
 // before a graph's first node: thread 0 reads the tag of the next launch's slot; after a
 // barrier the block reads the slot's words in parallel (one round trip over the bus, not
-// one a word) into device memory. The tail, captured last, counts the launch done.
+// one a word) into device memory. The tail, put after a graph's last nodes, counts the
+// launch done.
 struct RingArgs {
   const unsigned long long* ring;  // slots x width: the tag, 2 words a generator, 1 a staged leaf
   unsigned slots;
@@ -62,19 +63,25 @@ constexpr unsigned head_threads(const RingArgs& a) noexcept {
 inline std::atomic<const void*> ring_head_kernel{nullptr};
 using RingTailLauncher = cudaError_t (*)(const RingArgs& args, cudaStream_t stream);
 inline std::atomic<RingTailLauncher> ring_tail_launcher{nullptr};
+inline std::atomic<const void*> ring_tail_kernel{nullptr};
 
-// A graphed callable's staging copy, captured before its function: copies every input the
-// head took (a non-null address) onto its static buffer. Grid: (chunks, leaves).
+// A graphed callable's staging copy, captured before its function: copies every input
+// address of the launch (a non-null one) onto its static buffer. Grid: (chunks, leaves).
+// The addresses come from the ring's head (control set) or, when the graph takes its
+// per-launch values as kernel arguments, from `inline_sources`, rewritten before each launch
+// (control null).
 struct StageTarget {
   void* dst;
   std::size_t bytes;
 };
 struct StageArgs {
+  static constexpr unsigned kInlineLeaves = 64;  // the most leaves staged from arguments
   const StageTarget* targets;          // leaves entries (device)
   const void* const* sources;          // the taken slot's addresses (device, written by the head)
   const unsigned long long* control;   // the ring's control words: [1] this launch took a slot
   unsigned leaves;
   unsigned chunks;                     // blocks per leaf
+  const void* inline_sources[kInlineLeaves];  // with control null: this launch's addresses
 };
 using StageLauncher = cudaError_t (*)(const StageArgs& args, cudaStream_t stream);
 inline std::atomic<StageLauncher> stage_launcher{nullptr};

@@ -1,0 +1,25 @@
+// PerLaunch: how a graph that draws random numbers or stages a graphed callable's inputs
+// receives each launch's values.
+#pragma once
+
+namespace cugraphs {
+
+/// How each launch of a graph gets its fresh values (every Generator's (seed, offset), a
+/// graphed callable's input addresses). Both ways give the same results; they differ in
+/// cost. Parameters: before each launch, the kernel nodes that take such values get this
+/// launch's as kernel arguments (cudaGraphExecKernelNodeSetParams, which leaves launches
+/// already queued as they were): no device work is added, and the host pays one node update
+/// a kernel that takes values. Ring: the host posts the values to a pinned ring, a head
+/// kernel takes them before the graph's first nodes and a tail kernel after its last counts
+/// the launch done: two kernels in series with the graph's work, a host cost that does not
+/// grow with the graph. Auto: Parameters when every value reaches its kernels as an argument
+/// (not through memory), a graphed callable stages at most 64 inputs, and at most
+/// kAutoParameterNodes kernel nodes take values; Ring otherwise. Forcing Parameters where a
+/// value does not reach its kernel as an argument is an Error at capture_end.
+enum class PerLaunch { Auto, Parameters, Ring };
+
+/// The most kernel nodes taking per-launch values for which PerLaunch::Auto chooses
+/// Parameters (each costs a node update on the host at every launch).
+inline constexpr unsigned kAutoParameterNodes = 4;
+
+}  // namespace cugraphs
