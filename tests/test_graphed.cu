@@ -297,7 +297,8 @@ TEST_CASE("GraphedCallable: a call with 70 input leaves stages every leaf into i
   cugraphs::GraphedOptions forced;
   forced.per_launch = cugraphs::PerLaunch::Parameters;
   const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(forced, f, sets[0]); });
-  CHECK(contains(e.what(), "PerLaunch::Parameters, but the staging copy's inputs (more than 64 leaves)"));
+  CHECK(contains(e.what(), "PerLaunch::Parameters, but the staging copy takes at most 64 input leaves as arguments "
+                           "and this callable stages 70"));
   for (int call = 0; call < 7; ++call) {
     const int s = (call * 2 + 1) % kSetsOfInputs;
     out.copy_from_host(std::vector<float>(n, -1e30f));  // poison

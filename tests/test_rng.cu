@@ -9,6 +9,7 @@
 #include <curand_kernel.h>
 
 #include <array>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -209,6 +210,33 @@ __global__ void uniforms_from(float* out, std::size_t n, const PhiloxArgs* args)
 struct FreePinned {
   void operator()(void* p) const noexcept { (void)cudaFreeHost(p); }
 };
+
+// `body` captured with PerLaunch::Parameters is an Error saying `why` that leaves `g` empty;
+// captured with PerLaunch::Auto, it takes the ring.
+template <class Body>
+void takes_the_ring(Graph& g, Body&& body, const char* why) {
+  cugraphs::CaptureOptions forced;
+  forced.per_launch = PerLaunch::Parameters;
+  const auto e = expect_error([&] { cugraphs::capture(g, body, forced); });
+  CHECK(e.code() == cudaSuccess);
+  CHECK(contains(e.what(), why));
+  CHECK(g.native_graph() == nullptr);
+  cugraphs::capture(g, body);
+  CHECK(g.per_launch() == PerLaunch::Ring);
+}
+
+// Replays `g` `replays` times; after each, every buffer of `outs` holds bitwise what one
+// eager draw of one value a thread from `twin` gives.
+void replays_draw_as_eager(Graph& g, Generator& twin, std::initializer_list<const DeviceBuffer<float>*> outs,
+                           cudaStream_t s, int replays) {
+  DeviceBuffer<float> ref((*outs.begin())->size());
+  for (int replay = 0; replay < replays; ++replay) {
+    g.replay();
+    draw(twin, ref, 1, s);
+    INFO("replay " << replay);
+    for (const auto* out : outs) REQUIRE(bitwise_equal(out->to_host(), ref.to_host()));
+  }
+}
 }  // namespace
 
 TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAutoParameterNodes drawing kernels and "
@@ -249,7 +277,7 @@ TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAuto
   auto* host_args = static_cast<PhiloxArgs*>(raw);
   DeviceBuffer<PhiloxArgs> device_args(1);
   Generator a(12), b(12);
-  DeviceBuffer<float> out(n), ref(n);
+  DeviceBuffer<float> out(n);
   auto through_memory = [&](cudaStream_t s) {
     *host_args = a.philox(1);
     cugraphs::check(cudaMemcpyAsync(device_args.data(), host_args, sizeof(PhiloxArgs), cudaMemcpyHostToDevice, s),
@@ -257,20 +285,40 @@ TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAuto
     uniforms_from<<<blocks_for(n), kThreads, 0, s>>>(out.data(), n, device_args.data());
   };
   Graph g;
-  cugraphs::CaptureOptions forced;
-  forced.per_launch = PerLaunch::Parameters;
-  const auto e = expect_error([&] { cugraphs::capture(g, through_memory, forced); });
-  CHECK(e.code() == cudaSuccess);
-  CHECK(contains(e.what(), "PerLaunch::Parameters, but draw 0 of the capture"));
-  CHECK(g.native_graph() == nullptr);
+  takes_the_ring(g, through_memory, "PerLaunch::Parameters, but draw 0 of the capture");
   CHECK_NOTHROW(a.manual_seed(12));  // the failed capture let go of the generator
-  cugraphs::capture(g, through_memory);  // Auto
-  CHECK(g.per_launch() == PerLaunch::Ring);
-  for (int replay = 0; replay < 3; ++replay) {
-    g.replay();
-    draw(b, ref, 1, stream);
-    REQUIRE(bitwise_equal(out.to_host(), ref.to_host()));
-  }
+  replays_draw_as_eager(g, b, {&out}, stream, 3);
+
+  // The same PhiloxArgs both ways: as a kernel argument and through the copy. Kernel
+  // arguments would refresh the first kernel only, so Auto takes the ring, and Parameters
+  // is an Error naming the copy.
+  DeviceBuffer<float> direct(n);
+  auto both_ways = [&](cudaStream_t s) {
+    *host_args = a.philox(1);
+    uniforms<<<blocks_for(n), kThreads, 0, s>>>(direct.data(), n, *host_args, 1);
+    cugraphs::check(cudaMemcpyAsync(device_args.data(), host_args, sizeof(PhiloxArgs), cudaMemcpyHostToDevice, s),
+                    "cudaMemcpyAsync");
+    uniforms_from<<<blocks_for(n), kThreads, 0, s>>>(out.data(), n, device_args.data());
+  };
+  Graph twice;
+  takes_the_ring(twice, both_ways, "PerLaunch::Parameters, but a memcpy node copies the PhiloxArgs of a draw");
+  replays_draw_as_eager(twice, b, {&direct, &out}, stream, 3);  // one draw, read by both kernels
+}
+
+TEST_CASE("RNG: a graph with device-updatable kernel nodes gets its offsets through the ring (node updates from the "
+          "host would overwrite the device's); PerLaunch::Parameters is an Error there",
+          "[rng][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  Generator a(31), b(31);
+  DeviceBuffer<float> out(kN);
+  cugraphs::LaunchConfig config;
+  config.grid = dim3(static_cast<unsigned>(blocks_for(kN)));
+  config.block = dim3(kThreads);
+  auto body = [&](cudaStream_t) { (void)cugraphs::launch_updatable(config, uniforms, out.data(), kN, a.philox(1), 1); };
+  Graph g;
+  takes_the_ring(g, body, "PerLaunch::Parameters, but the graph holds device-updatable kernel nodes");
+  replays_draw_as_eager(g, b, {&out}, stream, 2);
 }
 
 TEST_CASE("RNG: set_kernel_args on a drawing kernel's node: later replays keep the change and still draw fresh "
@@ -306,4 +354,32 @@ TEST_CASE("RNG: set_kernel_args on a drawing kernel's node: later replays keep t
     CHECK(x.to_host() == std::vector<float>(kN, -1.0f));  // no replay wrote x since
     CHECK(a.offset() == b.offset());
   }
+}
+
+TEST_CASE("RNG: with offsets as kernel arguments, set_kernel_args that hands a draw's PhiloxArgs to a node that drew "
+          "nothing when captured is an Error that changes nothing",
+          "[rng][update][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  Generator a(41), b(41);
+  DeviceBuffer<float> x(kN), y(kN), ref(kN);
+  cugraphs::KernelNode<float*, std::size_t, PhiloxArgs, int> fixed;
+  PhiloxArgs args;
+  Graph g;
+  {
+    cugraphs::CaptureScope scope(g);
+    args = a.philox(1);
+    uniforms<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, args, 1);
+    uniforms<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(y.data(), kN, PhiloxArgs{5, 0, nullptr}, 1);
+    fixed = cugraphs::captured_kernel_node(uniforms, scope.stream());
+  }
+  REQUIRE(g.per_launch() == PerLaunch::Parameters);
+  const auto e = expect_error([&] { g.set_kernel_args(fixed, y.data(), kN, args, 1); });
+  CHECK(contains(e.what(), "it drew nothing when captured"));
+  g.replay();
+  draw(b, ref, 1, stream);
+  CHECK(bitwise_equal(x.to_host(), ref.to_host()));
+  DeviceBuffer<float> fixed_ref(kN);
+  uniforms<<<blocks_for(kN), kThreads, 0, stream>>>(fixed_ref.data(), kN, PhiloxArgs{5, 0, nullptr}, 1);
+  CHECK(bitwise_equal(y.to_host(), fixed_ref.to_host()));  // the node kept its captured arguments
 }

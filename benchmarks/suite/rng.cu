@@ -6,14 +6,17 @@
 // cost, four ways: fixed arguments (no fresh numbers: the floor), the library through the
 // ring, the library with offsets as kernel arguments (PerLaunch::Parameters), and the same
 // done by hand in raw CUDA (cudaGraphExecKernelNodeSetParams of every drawing node before each
-// cudaGraphLaunch), which the library's figure should match.
+// cudaGraphLaunch), which the library's figure should match. Last, a graphed callable that
+// both stages 16 inputs and draws, both ways, against f's graph alone.
 #include "suite.hpp"
 
 #include <cugraphs/graph.hpp>
 
 #include <curand_kernel.h>
 
+#include <array>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 namespace cugraphs_bench {
@@ -86,14 +89,84 @@ void rng_sweep(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
     std::printf("%-8d %8.2f us %8.2f us %8.2f us %8.2f us %9.3f %9.3f | %6.2f us %6.2f us %6.2f us %6.2f us\n",
                 kernels, fd, rd, ad, pd, rd / fd, ad / fd, h[0], h[1], h[2], h[3]);
     Json& row = report.section("rng_sweep")[std::to_string(kernels)];
-    row["fixed_done_us"] = fd;
-    row["ring_done_us"] = rd;
-    row["args_done_us"] = ad;
-    row["params_done_us"] = pd;
-    row["fixed_host_us"] = h[0];
-    row["ring_host_us"] = h[1];
-    row["args_host_us"] = h[2];
-    row["params_host_us"] = h[3];
+    const char* ways[] = {"fixed", "ring", "args", "params"};
+    const double done[] = {fd, rd, ad, pd};
+    for (int w = 0; w < 4; ++w) {
+      row[std::string(ways[w]) + "_done_us"] = done[w];
+      row[std::string(ways[w]) + "_host_us"] = h[static_cast<std::size_t>(w)];
+    }
+  }
+}
+
+// A graphed callable that both stages and draws: 16 inputs of 4 KiB, one kernel that sums
+// them and adds a uniform. Calls to completion and host cost with PerLaunch::Auto (values as
+// arguments) and PerLaunch::Ring, against f's graph alone with fixed Philox arguments.
+constexpr int kStagedInputs = 16;
+constexpr unsigned kStagedFloats = 1024;
+using In = cugraphs::DeviceSpan<const float>;
+struct StagedPointers {
+  const float* p[kStagedInputs];
+};
+
+__global__ void sum_plus_uniform(StagedPointers in, float* out, cugraphs::PhiloxArgs args) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  if (i >= kStagedFloats) return;
+  const auto [seed, offset] = cugraphs::rng::unpack(args);
+  curandStatePhilox4_32_10_t state;
+  curand_init(seed, i, offset, &state);
+  float s = curand_uniform(&state);
+  for (int k = 0; k < kStagedInputs; ++k) s += in.p[k][i];
+  out[i] = s;
+}
+
+void rng_staged(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
+  cugraphs::DeviceBuffer<float> out(kStagedFloats);
+  std::vector<cugraphs::DeviceBuffer<float>> storage;
+  std::array<std::array<In, kStagedInputs>, 2> sets{};
+  for (auto& set : sets)
+    for (auto& leaf : set) {
+      storage.emplace_back(kStagedFloats);
+      cugraphs::check(cudaMemsetAsync(storage.back().data(), 0, storage.back().bytes(), stream), "cudaMemsetAsync");
+      leaf = storage.back();
+    }
+  cugraphs::check(cudaStreamSynchronize(stream), "sync");
+  auto f = [&](bool fresh) {
+    return [&, fresh](const std::array<In, kStagedInputs>& xs) {
+      StagedPointers p{};
+      for (int k = 0; k < kStagedInputs; ++k) p.p[k] = xs[k].data();
+      sum_plus_uniform<<<kStagedFloats / 256, 256, 0, cugraphs::current_stream()>>>(
+          p, out.data(), fresh ? gen.philox(4) : cugraphs::PhiloxArgs{1, 0, nullptr});
+    };
+  };
+  auto by_args = cugraphs::make_graphed_callable(f(true), sets[0]);
+  cugraphs::GraphedOptions through_ring;
+  through_ring.per_launch = cugraphs::PerLaunch::Ring;
+  auto by_ring = cugraphs::make_graphed_callable(through_ring, f(true), sets[0]);
+  cugraphs::Graph plain;
+  cugraphs::capture(plain, [&](cudaStream_t) { f(false)(std::get<0>(by_args.static_inputs())); });
+  cugraphs::check_launch("sum_plus_uniform");
+  int turn = 0;
+  auto call_args = [&] { (void)by_args(stream, sets[turn++ % 2]); };
+  auto call_ring = [&] { (void)by_ring(stream, sets[turn++ % 2]); };
+  auto replay_plain = [&] { plain.replay(stream); };
+  const double ad = to_done(call_args, stream), rd = to_done(call_ring, stream), pd = to_done(replay_plain, stream);
+  HostTimer timer(stream);
+  const auto h = timer.medians({call_args, call_ring, replay_plain}, 16, reps(40), 3);
+  const std::string v = report.goal({"rng", "staged_rng_done_vs_plain", "16-input call that draws / f's graph alone, "
+                                                                       "to completion"},
+                                    ad / pd, "<=", 1.15);
+  std::printf("\n== RNG and staging in one call: 16 inputs of 4 KiB and one drawing kernel (%s)\n",
+              by_args.graph().per_launch() == cugraphs::PerLaunch::Parameters ? "values as arguments" : "ring");
+  std::printf("%-22s %12s %12s %12s | %10s %10s %10s\n", "", "args done", "ring done", "alone done", "args host",
+              "ring host", "alone host");
+  std::printf("%-22s %9.2f us %9.2f us %9.2f us | %7.2f us %7.2f us %7.2f us  args/alone %.3f (<= 1.15) %s\n",
+              "per call", ad, rd, pd, h[0], h[1], h[2], ad / pd, v.c_str());
+  Json& sec = report.section("rng_staged");
+  const char* ways[] = {"args", "ring", "plain"};
+  const double done[] = {ad, rd, pd};
+  for (int w = 0; w < 3; ++w) {
+    sec[std::string(ways[w]) + "_done_us"] = done[w];
+    sec[std::string(ways[w]) + "_host_us"] = h[static_cast<std::size_t>(w)];
   }
 }
 
@@ -154,6 +227,7 @@ void rng_section(Report& report, cudaStream_t stream) {
     sec["uncovered_batches"] = timer.uncovered();
   }
   rng_sweep(report, stream, gen);
+  rng_staged(report, stream, gen);
 }
 
 }  // namespace cugraphs_bench

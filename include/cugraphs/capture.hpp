@@ -145,19 +145,15 @@ public:
 
   /// The seed's stage_and_launch: copies every leaf of `inputs` onto the matching leaf of
   /// `static_inputs` (all sizes are checked first; leaves already in place are skipped), one
-  /// cudaMemcpyAsync per leaf, then replays, all on `stream`. GraphedCallable stages inside
-  /// the graph instead, for about the cost of one launch.
+  /// cudaMemcpyAsync per leaf, then replays, all on `stream` (default: current_stream()).
+  /// GraphedCallable stages inside the graph instead, for about the cost of one launch.
   template <class Statics, class Inputs>
-  void stage_and_launch(const Statics& static_inputs, const Inputs& inputs, cudaStream_t stream) {
+  void stage_and_launch(const Statics& static_inputs, const Inputs& inputs, cudaStream_t stream = current_stream()) {
     constexpr std::string_view op = "Graph::stage_and_launch";
     detail::stage_copies(static_inputs, inputs, stream, op, [&] {  // before any copy: nothing is staged
       if (!exec_.instantiated()) not_replayable(op);
     });
     replay(stream);
-  }
-  template <class Statics, class Inputs>
-  void stage_and_launch(const Statics& static_inputs, const Inputs& inputs) {
-    stage_and_launch(static_inputs, inputs, current_stream());
   }
 
   /// Applies the capture `source` holds to this graph's executable (cudaGraphExecUpdate):

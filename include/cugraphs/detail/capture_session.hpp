@@ -143,9 +143,9 @@ public:
   }
 #endif
 
-  // Ends the capture and closes the session. On
-  // failure (an invalidated capture, unjoined work, work that escaped to the legacy default
-  // stream) the partial graph is destroyed and the Error says why.
+  // Ends the capture and closes the session. On failure (an invalidated capture, unjoined
+  // work, work that escaped to the legacy default stream) the partial graph is destroyed and
+  // the Error says why.
   [[nodiscard]] Captured end(std::string_view op) {
     // The error a refused legacy-stream call left on this thread is read first.
     const cudaError_t escaped = cudaPeekAtLastError();
@@ -209,20 +209,4 @@ private:
   EscapeGuard guard_;
   bool open_ = false;
 };
-
-// Keeps `resource` alive as long as the graph of the innermost capture open on this thread,
-// and its executable, live: for memory captured work uses that cugraphs does not own (a
-// cuBLAS workspace), so that it cannot be freed under a later replay. Returns false outside
-// a capture (or when out of host memory).
-inline bool keep_alive_with_capture(std::shared_ptr<void> resource) noexcept {
-  CaptureSession* s = innermost_capture();
-  if (s == nullptr) return false;
-  CUGRAPHS_TRY {
-    if (std::ranges::find(s->keep_alive, resource) == s->keep_alive.end()) s->keep_alive.push_back(std::move(resource));
-  } CUGRAPHS_CATCH_ALL {
-    return false;
-  }
-  return true;
-}
-
 }  // namespace cugraphs::detail

@@ -4,7 +4,7 @@
 // destroys the Binder on the thread that made it.
 #pragma once
 
-#include <cugraphs/detail/capture_session.hpp>
+#include <cugraphs/detail/keep_alive.hpp>
 #include <cugraphs/detail/cublas_workspaces.hpp>
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/detail/format.hpp>

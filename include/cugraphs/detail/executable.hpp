@@ -57,14 +57,14 @@ public:
     return capture != 0 && (capture == current_capture_ || capture == instantiated_capture_);
   }
 
-  // Takes the graph capture `id` produced on `stream` (device `device`): the ring's head goes
-  // before its first nodes. On failure this holds nothing.
+  // Takes the graph capture `id` produced on `stream` (device `device`), readied for its
+  // per-launch values (LaunchRing::attach). On failure this holds nothing.
   void hold(Captured&& c, std::uint64_t id, cudaStream_t stream, int device) {
     graph_ = std::make_shared<NativeGraph>(c.graph);
     upload_stream_ = stream;
     device_ = device;
     CUGRAPHS_TRY {
-      if (c.ring) c.ring->attach(graph_->graph, stream, "Graph::capture_end (per-launch values)");
+      if (c.ring) c.ring->attach(graph_->graph, stream, c.updatable_nodes, "Graph::capture_end (per-launch values)");
     } CUGRAPHS_CATCH_ALL {
       graph_.reset();
       CUGRAPHS_RETHROW;
@@ -183,9 +183,11 @@ public:
   void set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node, const cudaKernelNodeParams& p,
                          std::string_view op) {
     const cudaGraphNode_t target = exec_node(capture, index, node, op);
+    // First, so that later launches, which may set the node with its per-launch values, keep
+    // the change (a change CUDA refuses below is refused again there).
+    if (ring_) ring_->node_set(exec_, resolver(op), target, p, op);
     if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess) [[unlikely]]
       throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
-    if (ring_) ring_->node_set(exec_, resolver(op), target, p);  // its later launches keep the change
     upload_if_device_launched(op);
   }
 

@@ -75,8 +75,7 @@ public:
   // Made while the capture is open on this thread. The device words live outside the
   // graph's pool: another graph sharing the pool could reuse their blocks as temporaries.
   LaunchRing(std::string_view what, PerLaunch policy)
-      : control_(private_device_memory(kControlWords * sizeof(unsigned long long), what)), policy_(policy),
-        device_(current_device()) {}
+      : control_(private_device_memory(kControlWords * sizeof(unsigned long long), what)), policy_(policy) {}
   LaunchRing(const LaunchRing&) = delete;
   LaunchRing& operator=(const LaunchRing&) = delete;
   ~LaunchRing() {
@@ -127,8 +126,9 @@ public:
   // Readies `g`, the graph the capture made, for its launches' values: as kernel arguments
   // where the policy allows and every value reaches its kernel as one, else through the ring
   // (its head before every root node, its tail after every last node). Zeroes the device
-  // words on `stream` first.
-  void attach(cudaGraph_t g, cudaStream_t stream, std::string_view op) {
+  // words on `stream` first. `updatable`: the graph holds device-updatable kernel nodes, which
+  // node updates from the host would overwrite.
+  void attach(cudaGraph_t g, cudaStream_t stream, bool updatable, std::string_view op) {
     {
       // Done before any launch, on whatever stream: the stream is idle, and the wait runs in
       // relaxed mode for a capture that may be open on this thread.
@@ -136,7 +136,13 @@ public:
       check(cudaMemsetAsync(control(), 0, kControlWords * sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
       check(cudaStreamSynchronize(stream), "{}: cudaStreamSynchronize", op);
     }
-    if (policy_ != PerLaunch::Ring && find_argument_sites(g, op)) return;
+    if (policy_ != PerLaunch::Ring) {
+      if (updatable)
+        (void)refuse_arguments(op, "the graph holds device-updatable kernel nodes (launch_updatable), whose updates "
+                                   "from the device a node update from the host would overwrite");
+      else if (find_argument_sites(g, op))
+        return;
+    }
     patched_.clear();
     attach_ring(g, op);
   }
@@ -164,7 +170,11 @@ public:
         take_values();
         for (PatchedNode& n : patched_) set_node(exec, n, op);
         go();
-        ++launches_;
+        // Recorded after every launch: the executable's launches run in order, so the last
+        // record's completion is all of theirs (an event completes even after its stream goes).
+        if (const cudaError_t e = cudaEventRecord(done_.get(), stream); e != cudaSuccess) [[unlikely]]
+          throw_cuda(e, format("{}: recording the launch's end (cudaEventRecord)", op));
+        launched_ = true;
       });
       return;
     }
@@ -187,42 +197,53 @@ public:
     });
   }
 
-  // After `target`, a node of `exec`, was set to `p` outside this ring (Graph::set_kernel_args):
+  // Before `target`, a node of `exec`, is set to `p` outside this ring (Graph::set_kernel_args):
   // the values handed over as its arguments are found in `p` afresh, so that later launches
-  // keep the change.
+  // keep the change. A node that took no values when captured cannot start taking them
+  // (nothing would refresh them): an Error, with nothing changed.
   template <class Resolve>
-  void node_set(cudaGraphExec_t exec, Resolve&& resolve, cudaGraphNode_t target, const cudaKernelNodeParams& p) {
+  void node_set(cudaGraphExec_t exec, Resolve&& resolve, cudaGraphNode_t target, const cudaKernelNodeParams& p,
+                std::string_view op) {
     if (!by_arguments_) return;
     bind(exec, resolve);
-    for (auto it = patched_.begin(); it != patched_.end(); ++it) {
-      if (it->target != target) continue;
-      auto layout = KernelArgs::layout(p.func);
-      if (!layout) {  // a kernel whose arguments cannot be read: the change is the caller's alone
-        patched_.erase(it);
-        return;
-      }
-      it->args = KernelArgs(p, std::move(*layout));
-      find_sites(*it);
+    auto layout = KernelArgs::layout(p.func);
+    const auto it = std::ranges::find(patched_, target, &PatchedNode::target);
+    if (it == patched_.end()) {
+      if (!layout) return;
+      PatchedNode n{0, nullptr, target, KernelArgs(p, std::move(*layout)), {}, {}};
+      find_sites(n);
+      if (!n.draws.empty())
+        throw_misuse(op, "the new arguments hand this node the PhiloxArgs of a draw, but it drew nothing when "
+                         "captured, and this graph refreshes its offsets as the drawing nodes' kernel arguments "
+                         "(PerLaunch::Parameters), so nothing would refresh them here. Draw in this node when "
+                         "capturing, or capture with PerLaunch::Ring");
       return;
     }
+    if (!layout) {  // a kernel whose arguments cannot be read: the change is the caller's alone
+      patched_.erase(it);
+      return;
+    }
+    it->args = KernelArgs(p, std::move(*layout));
+    find_sites(*it);
   }
 
   // Whether launches stage a graphed callable's inputs.
   [[nodiscard]] bool stages() const noexcept { return sources_ != nullptr; }
 
   // Waits until every launch so far has finished: through the ring, until its tail has run;
-  // with values as arguments, until the device is idle.
+  // with values as arguments, until the event recorded after the last one has completed.
   void wait_all(std::string_view op) noexcept {
     if (!by_arguments_) {
       ring_.wait_all(op);
       return;
     }
-    if (launches_ == 0) return;
-    if (const cudaError_t e = synchronize_device(device_); e != cudaSuccess) {
+    if (!launched_) return;
+    RelaxedCaptureMode relaxed;  // a capture open on this thread must go on
+    if (const cudaError_t e = cudaEventSynchronize(done_.get()); e != cudaSuccess) {
       (void)cudaGetLastError();
       report_in_destructor(e, op);
     }
-    launches_ = 0;
+    launched_ = false;
   }
 
 private:
@@ -265,38 +286,70 @@ private:
     return static_cast<unsigned>(uses_.size() - 1);
   }
 
-  // Where `n`'s arguments hold a PhiloxArgs of this graph's draws (seed 0, offset, base at
-  // one of the generators' words) or the staging copy's StageArgs.
+  // The draw whose PhiloxArgs, as a capture handed them out (seed 0, this draw's offset, base
+  // at one of the generators' words), start at `at`, if they do.
+  [[nodiscard]] std::optional<DrawMade> draw_at(const std::byte* at) const noexcept {
+    std::uint64_t w[3];
+    std::memcpy(w, at, sizeof w);
+    const auto words = reinterpret_cast<std::uintptr_t>(values());
+    if (w[0] != 0 || w[2] < words || w[2] >= words + 16 * uses_.size() || (w[2] - words) % 16 != 0) return std::nullopt;
+    return DrawMade{static_cast<unsigned>((w[2] - words) / 16), w[1]};
+  }
+
+  // Where `n`'s arguments hold a PhiloxArgs of this graph's draws or the staging copy's
+  // StageArgs (its table of sources is this ring's, whatever it reads them from).
   void find_sites(PatchedNode& n) const {
     n.draws.clear();
     n.stage.reset();
-    const auto words = reinterpret_cast<std::uintptr_t>(values());
     n.args.for_each_place(3, [&](std::size_t at) {
-      const std::uint64_t base = n.args.word(at + 16);
-      if (n.args.word(at) != 0 || base < words || base >= words + 16 * uses_.size() || (base - words) % 16 != 0) return;
-      n.draws.push_back({at, {static_cast<unsigned>((base - words) / 16), n.args.word(at + 8)}});
+      if (const auto d = draw_at(n.args.bytes() + at)) n.draws.push_back({at, *d});
     });
     if (!sources_) return;
     for (const auto& q : n.args.params()) {
       if (q.size != sizeof(StageArgs)) continue;
       StageArgs a;
       std::memcpy(&a, n.args.bytes() + q.offset, sizeof a);
-      if (a.sources == sources_.get() || (a.control == nullptr && a.targets == stage_targets_)) n.stage = q.offset;
+      if (a.sources == sources_.get() && a.leaves == leaves_) n.stage = q.offset;
     }
+  }
+
+  // The first draw whose PhiloxArgs a memcpy node copies from host or managed memory (as the
+  // host holds them now), which only the ring refreshes; none for other nodes, and for
+  // sources over 64 MiB, which are not searched.
+  [[nodiscard]] std::optional<DrawMade> draw_in_host_copy(cudaGraphNode_t node) const {
+    cudaMemcpy3DParms p{};
+    if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess || p.srcPtr.ptr == nullptr) return std::nullopt;
+    cudaPointerAttributes attr{};
+    if (cudaPointerGetAttributes(&attr, p.srcPtr.ptr) != cudaSuccess) return std::nullopt;
+    if (attr.type == cudaMemoryTypeDevice) return std::nullopt;
+    const std::size_t rows = std::max<std::size_t>(p.extent.height, 1) * std::max<std::size_t>(p.extent.depth, 1);
+    const std::size_t bytes = std::max(p.srcPtr.pitch, p.extent.width) * (rows - 1) + p.extent.width;
+    if (bytes > (std::size_t{64} << 20)) return std::nullopt;
+    const auto* first = static_cast<const std::byte*>(p.srcPtr.ptr);
+    const std::size_t skip = (8 - reinterpret_cast<std::uintptr_t>(first) % 8) % 8;
+    for (std::size_t at = skip; at + 24 <= bytes; at += 8)
+      if (const auto d = draw_at(first + at)) return d;
+    return std::nullopt;
   }
 
   // Finds the kernel nodes of `g` that take the graph's per-launch values as arguments, and
   // whether they take them all; readies the staging copy to take its addresses as arguments.
   // False (nothing changed) where the ring must be used.
   bool find_argument_sites(cudaGraph_t g, std::string_view op) {
-    if (sources_ && leaves_ > StageArgs::kInlineLeaves) return refuse_arguments(op, "the staging copy's inputs (more than 64 leaves)");
+    if (sources_ && leaves_ > StageArgs::kInlineLeaves)
+      return refuse_arguments(op, format("the staging copy takes at most {} input leaves as arguments and this "
+                                         "callable stages {}",
+                                         StageArgs::kInlineLeaves, leaves_));
     const auto nodes = graph_nodes(g, op);
     std::vector<PatchedNode> found;
     std::vector<bool> seen(draws_.size(), false);
+    std::optional<DrawMade> copied;  // a draw a memcpy node copies from host memory
     bool staged = false;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       cudaGraphNodeType t{};
-      if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess || t != cudaGraphNodeTypeKernel) continue;
+      if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
+      if (t == cudaGraphNodeTypeMemcpy && !draws_.empty() && !copied) copied = draw_in_host_copy(nodes[i]);
+      if (t != cudaGraphNodeTypeKernel) continue;
       auto args = KernelArgs::read(nodes[i]);
       if (!args) continue;
       PatchedNode n{i, nodes[i], nullptr, std::move(*args), {}, {}};
@@ -311,20 +364,31 @@ private:
     (void)cudaGetLastError();
     for (std::size_t d = 0; d < draws_.size(); ++d)
       if (!seen[d])
-        return refuse_arguments(op, format("draw {} of the capture (generator {} of the graph, offset {}), passed "
-                                           "through memory or to a kernel whose arguments CUDA cannot lay out,",
+        return refuse_arguments(op, format("draw {} of the capture (generator {} of the graph, offset {}) does not "
+                                           "reach its kernel as a kernel argument (it is passed through memory, to "
+                                           "a kernel whose arguments CUDA cannot lay out, or not used)",
                                            d, draws_[d].generator, draws_[d].offset));
-    if (sources_ && leaves_ != 0 && !staged) return refuse_arguments(op, "the staging copy's inputs");
+    if (copied)
+      return refuse_arguments(op, format("a memcpy node copies the PhiloxArgs of a draw (generator {} of the graph, "
+                                         "offset {}) from host memory, and only the ring refreshes what its kernels "
+                                         "then read",
+                                         copied->generator, copied->offset));
+    if (sources_ && leaves_ != 0 && !staged)
+      return refuse_arguments(op, "the staging copy's arguments were not found in the graph");
     if (policy_ == PerLaunch::Auto && found.size() > kAutoParameterNodes) return false;
+    {
+      RelaxedCaptureMode relaxed;  // a capture may be open on this thread
+      cudaEvent_t e = nullptr;
+      check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
+      done_ = std::unique_ptr<CUevent_st, EventDeleter>(e);
+    }
     // The staging copy reads its addresses from its arguments from now on, none to begin with
     // (a launch outside cugraphs before any call stages nothing).
     for (PatchedNode& n : found) {
       if (!n.stage) continue;
       StageArgs a;
       std::memcpy(&a, n.args.bytes() + *n.stage, sizeof a);
-      stage_targets_ = a.targets;
       a.control = nullptr;
-      a.sources = nullptr;
       for (auto& src : a.inline_sources) src = nullptr;
       std::memcpy(n.args.bytes() + *n.stage, &a, sizeof a);
       check(cudaGraphKernelNodeSetParams(n.node, &n.args.launch()), "{}: cudaGraphKernelNodeSetParams (staging copy)", op);
@@ -335,14 +399,14 @@ private:
     return true;
   }
 
-  // Under PerLaunch::Parameters, an Error naming `what` does not reach its kernel as an
-  // argument; under Auto, false (the ring is used).
-  bool refuse_arguments(std::string_view op, std::string_view what) const {
+  // Under PerLaunch::Parameters, an Error saying `why` launches cannot hand their values over
+  // as kernel arguments; under Auto, false (the ring is used).
+  bool refuse_arguments(std::string_view op, std::string_view why) const {
     if (policy_ == PerLaunch::Parameters)
-      throw_misuse(op, "the capture asked for PerLaunch::Parameters, but {} does not reach its kernel as a kernel "
-                       "argument, so launches could not hand it over that way. Pass the PhiloxArgs to the kernel "
-                       "by value, or capture with PerLaunch::Auto or PerLaunch::Ring",
-                   what);
+      throw_misuse(op, "the capture asked for PerLaunch::Parameters, but {}, so launches could not hand their "
+                       "values over as kernel arguments. Pass each PhiloxArgs to its kernel by value, or capture "
+                       "with PerLaunch::Auto or PerLaunch::Ring",
+                   why);
     return false;
   }
 
@@ -416,14 +480,19 @@ private:
   unsigned leaves_ = 0;
   bool capturing_ = true;
   PerLaunch policy_;
-  int device_;
   // Values as kernel arguments:
   bool by_arguments_ = false;
   std::vector<PatchedNode> patched_;
   std::vector<unsigned long long> staged_;  // this launch's input addresses
-  const StageTarget* stage_targets_ = nullptr;  // the staging copy's table, to find it again
-  cudaGraphExec_t bound_ = nullptr;             // the executable patched_'s targets name
-  std::uint64_t launches_ = 0;                  // since the last wait_all
+  cudaGraphExec_t bound_ = nullptr;         // the executable patched_'s targets name
+  struct EventDeleter {
+    void operator()(cudaEvent_t e) const noexcept {
+      RelaxedCaptureMode relaxed;
+      report_in_destructor(cudaEventDestroy(e), "cudaEventDestroy (per-launch values)");
+    }
+  };
+  std::unique_ptr<CUevent_st, EventDeleter> done_;  // recorded after every launch
+  bool launched_ = false;                           // since the last wait_all
   // Values through the ring:
   RingArgs args_{};
   HostRing ring_;  // last: waited for before the device words go

@@ -1,0 +1,28 @@
+// The generic hook for resources that captured work uses and cugraphs does not own (a
+// library's workspace): kept alive with the graph of the capture that used them.
+#pragma once
+
+#include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_session.hpp>
+
+#include <algorithm>
+#include <memory>
+
+namespace cugraphs::detail {
+
+// Keeps `resource` alive as long as the graph of the innermost capture open on this thread,
+// and its executable, live: for memory captured work uses that cugraphs does not own (a
+// cuBLAS workspace), so that it cannot be freed under a later replay. Returns false outside
+// a capture (or when out of host memory).
+inline bool keep_alive_with_capture(std::shared_ptr<void> resource) noexcept {
+  CaptureSession* s = innermost_capture();
+  if (s == nullptr) return false;
+  CUGRAPHS_TRY {
+    if (std::ranges::find(s->keep_alive, resource) == s->keep_alive.end()) s->keep_alive.push_back(std::move(resource));
+  } CUGRAPHS_CATCH_ALL {
+    return false;
+  }
+  return true;
+}
+
+}  // namespace cugraphs::detail
