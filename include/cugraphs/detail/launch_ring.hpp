@@ -170,11 +170,14 @@ public:
         take_values();
         for (PatchedNode& n : patched_) set_node(exec, n, op);
         go();
-        // Recorded after every launch: the executable's launches run in order, so the last
-        // record's completion is all of theirs (an event completes even after its stream goes).
-        if (const cudaError_t e = cudaEventRecord(done_.get(), stream); e != cudaSuccess) [[unlikely]]
-          throw_cuda(e, format("{}: recording the launch's end (cudaEventRecord)", op));
-        launched_ = true;
+        // A graph that stages reads its owner's buffers: an event recorded after every launch
+        // tells when they are free (the executable's launches run in order, so the last
+        // record's completion is all of theirs; an event completes even after its stream goes).
+        if (done_) [[unlikely]] {
+          if (const cudaError_t e = cudaEventRecord(done_.get(), stream); e != cudaSuccess) [[unlikely]]
+            throw_cuda(e, format("{}: recording the launch's end (cudaEventRecord)", op));
+          launched_ = true;
+        }
       });
       return;
     }
@@ -231,7 +234,9 @@ public:
   [[nodiscard]] bool stages() const noexcept { return sources_ != nullptr; }
 
   // Waits until every launch so far has finished: through the ring, until its tail has run;
-  // with values as arguments, until the event recorded after the last one has completed.
+  // with values as arguments, until the event recorded after the last one has completed (a
+  // graph that only draws records none: like any graph, its launches read nothing that its
+  // owner frees).
   void wait_all(std::string_view op) noexcept {
     if (!by_arguments_) {
       ring_.wait_all(op);
@@ -376,7 +381,7 @@ private:
     if (sources_ && leaves_ != 0 && !staged)
       return refuse_arguments(op, "the staging copy's arguments were not found in the graph");
     if (policy_ == PerLaunch::Auto && found.size() > kAutoParameterNodes) return false;
-    {
+    if (sources_) {
       RelaxedCaptureMode relaxed;  // a capture may be open on this thread
       cudaEvent_t e = nullptr;
       check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
@@ -491,7 +496,7 @@ private:
       report_in_destructor(cudaEventDestroy(e), "cudaEventDestroy (per-launch values)");
     }
   };
-  std::unique_ptr<CUevent_st, EventDeleter> done_;  // recorded after every launch
+  std::unique_ptr<CUevent_st, EventDeleter> done_;  // recorded after every launch of a graph that stages
   bool launched_ = false;                           // since the last wait_all
   // Values through the ring:
   RingArgs args_{};
