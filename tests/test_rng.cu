@@ -305,6 +305,32 @@ TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAuto
   replays_draw_as_eager(twice, b, {&direct, &out}, stream, 3);  // one draw, read by both kernels
 }
 
+namespace {
+__global__ void set_flag(bool* flag, bool value) { *flag = value; }
+}  // namespace
+
+TEST_CASE("RNG: a draw handed both to a top-level kernel and to a kernel inside a While body takes the ring (node "
+          "updates cannot reach the body); PerLaunch::Parameters is an Error there",
+          "[rng][conditional][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  Generator a(51), b(51);
+  DeviceBuffer<float> outside(kN), inside(kN);
+  DeviceBuffer<bool> go_on(1);
+  auto body = [&](cugraphs::CaptureScope& scope) {
+    const PhiloxArgs args = a.philox(1);
+    uniforms<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(outside.data(), kN, args, 1);
+    set_flag<<<1, 1, 0, scope.stream()>>>(go_on.data(), true);
+    cugraphs::ConditionalScope<cugraphs::While> loop(scope, go_on.data());
+    uniforms<<<blocks_for(kN), kThreads, 0, loop.stream()>>>(inside.data(), kN, args, 1);
+    set_flag<<<1, 1, 0, loop.stream()>>>(go_on.data(), false);  // one iteration
+  };
+  Graph g;
+  takes_the_ring(g, body, "PerLaunch::Parameters, but a kernel inside a conditional body or a child graph takes the "
+                          "PhiloxArgs of a draw");
+  replays_draw_as_eager(g, b, {&outside, &inside}, stream, 3);
+}
+
 TEST_CASE("RNG: a graph with device-updatable kernel nodes gets its offsets through the ring (node updates from the "
           "host would overwrite the device's); PerLaunch::Parameters is an Error there",
           "[rng][gpu]") {

@@ -118,14 +118,6 @@ private:
   bool open_ = true;
 };
 
-/// Captures `fn(stream)` into `graph` and instantiates it; exception-safe like CaptureScope.
-template <class F>
-void capture(Graph& graph, F&& fn, const CaptureOptions& opts = {}) {
-  CaptureScope scope(graph, opts);
-  std::forward<F>(fn)(scope.stream());
-  scope.end();
-}
-
 namespace detail {
 // Captures `fn` into `graph` with `opts` and ends the capture; `fn` takes the CaptureScope
 // (to open conditional scopes) or the capture stream.
@@ -141,6 +133,20 @@ void capture_step(Graph& graph, F& fn, const CaptureOptions& opts) {
 }
 }  // namespace detail
 
+/// Captures `fn(stream)` (or `fn(scope)`, to open conditional scopes) into `graph` and
+/// instantiates it; exception-safe like CaptureScope.
+template <class F>
+  requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
+void capture(Graph& graph, F&& fn, const CaptureOptions& opts = {}) {
+  CaptureScope scope(graph, opts);
+  if constexpr (std::invocable<F&, cudaStream_t>) {  // the stream first: `[](auto s)` gets the stream
+    fn(scope.stream());
+  } else {
+    fn(scope);
+  }
+  scope.end();
+}
+
 template <class F>
   requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
 UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
@@ -153,6 +159,7 @@ UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
     co.mode = mode_;
     co.instantiate = false;
     co.device_launch = exec_.device_launch();
+    co.per_launch = exec_.per_launch_asked();  // the same choice, so that the topologies can match
     detail::capture_step(next, fn, co);
   }
   return update(std::move(next), opts);

@@ -13,10 +13,11 @@ namespace cugraphs {
 /// kernel takes them before the graph's first nodes and a tail kernel after its last counts
 /// the launch done: two kernels in series with the graph's work, a host cost that does not
 /// grow with the graph. Auto: Parameters when every value reaches its kernels as an argument
-/// and no other way (not through a copy from host memory), a graphed callable stages at most
-/// 64 inputs, the graph holds no device-updatable node, and at most kAutoParameterNodes
-/// kernel nodes take values; Ring otherwise. Forcing Parameters where that does not hold is
-/// an Error at capture_end that says why.
+/// of a top-level kernel node and no other way (not inside a conditional body or a child
+/// graph, not through a copy from host memory), a graphed callable stages at most 64 inputs,
+/// the graph holds no device-updatable node, and at most kAutoParameterNodes kernel nodes
+/// take values; Ring otherwise. Forcing Parameters where that does not hold is an Error at
+/// capture_end that says why.
 enum class PerLaunch { Auto, Parameters, Ring };
 
 /// The most kernel nodes taking per-launch values for which PerLaunch::Auto chooses

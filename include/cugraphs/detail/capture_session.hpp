@@ -39,6 +39,8 @@ struct Captured {
   cudaGraph_t graph = nullptr;
   bool device_launch = false;    // instantiate for launch from the device
   bool updatable_nodes = false;  // holds device-updatable kernel nodes (launch_updatable)
+  PerLaunch per_launch = PerLaunch::Auto;  // as asked (CaptureOptions): recaptures ask the same
+  std::vector<ConditionalMade> conditionals;  // the conditional nodes made, with their bodies
   PoolShare share;  // the graph's share of the pool it was captured into
   std::unique_ptr<LaunchRing> ring;
   std::vector<std::shared_ptr<void>> keep_alive;
@@ -159,6 +161,8 @@ public:
     if (ok) {
       c.device_launch = device_launch;
       c.updatable_nodes = updatable_nodes;
+      c.per_launch = per_launch;
+      c.conditionals = std::move(frames.made());
       c.share = std::move(share);
       c.ring = std::move(ring);
       c.keep_alive = std::move(keep_alive);

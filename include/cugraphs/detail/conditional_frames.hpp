@@ -95,6 +95,8 @@ public:
       : top_(top), device_(device), mode_(mode), mode_name_(mode_name), streams_(streams) {}
 
   [[nodiscard]] const std::vector<ConditionalFrame>& open_frames() const noexcept { return frames_; }
+  // Every conditional node this capture made, open or closed, with its bodies.
+  [[nodiscard]] std::vector<ConditionalMade>& made() noexcept { return made_; }
   [[nodiscard]] bool broken() const noexcept { return broken_; }
   void mend() noexcept { broken_ = false; }
 
@@ -159,6 +161,7 @@ public:
       params.conditional.size = bodies;
       f.node = add_node_to_capture(f.parent, info, params, op);
       f.bodies = params.conditional.phGraph_out;
+      made_.push_back({f.node, std::vector<cudaGraph_t>(f.bodies, f.bodies + bodies)});
       frames_.push_back(std::move(f));
       if (kind != ConditionalKind::Switch) begin_body(frames_.back(), 0, op);
     });
@@ -318,6 +321,7 @@ private:
 #endif
 
   std::vector<ConditionalFrame> frames_;
+  std::vector<ConditionalMade> made_;
   cudaStream_t top_;
   int device_;
   cudaStreamCaptureMode mode_;

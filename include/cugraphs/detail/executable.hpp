@@ -64,7 +64,8 @@ public:
     upload_stream_ = stream;
     device_ = device;
     CUGRAPHS_TRY {
-      if (c.ring) c.ring->attach(graph_->graph, stream, c.updatable_nodes, "Graph::capture_end (per-launch values)");
+      if (c.ring)
+        c.ring->attach(graph_->graph, stream, {c.updatable_nodes, c.conditionals}, "Graph::capture_end (per-launch values)");
     } CUGRAPHS_CATCH_ALL {
       graph_.reset();
       CUGRAPHS_RETHROW;
@@ -74,6 +75,7 @@ public:
     current_capture_ = id;
     device_launch_ = c.device_launch;
     updatable_nodes_ = c.updatable_nodes;
+    per_launch_asked_ = c.per_launch;
     LastCapture::instance().set(graph_);
   }
 
@@ -183,11 +185,18 @@ public:
   void set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node, const cudaKernelNodeParams& p,
                          std::string_view op) {
     const cudaGraphNode_t target = exec_node(capture, index, node, op);
-    // First, so that later launches, which may set the node with its per-launch values, keep
-    // the change (a change CUDA refuses below is refused again there).
-    if (ring_) ring_->node_set(exec_, resolver(op), target, p, op);
-    if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess) [[unlikely]]
+    if (ring_) {
+      // Arguments taken in an earlier capture may hold that capture's per-launch state.
+      if (capture != current_capture_)
+        throw_misuse(op, "the KernelNode was taken in the capture this executable was instantiated from, and the "
+                         "graph now runs a capture applied since by update(); in a graph that draws random numbers "
+                         "or stages inputs, that capture's arguments may name per-launch state which is gone. Take "
+                         "the node with captured_kernel_node() in the capture applied last");
+      ring_->set_node_params(exec_, resolver(op), target, p, op);
+    } else if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess)
+      [[unlikely]] {
       throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
+    }
     upload_if_device_launched(op);
   }
 
@@ -217,6 +226,8 @@ public:
   }
 
   [[nodiscard]] bool stages() const noexcept { return ring_ && ring_->stages(); }
+  // The PerLaunch its capture asked for (a recapture for update() asks the same).
+  [[nodiscard]] PerLaunch per_launch_asked() const noexcept { return per_launch_asked_; }
   // How launches get their per-launch values; Auto when the graph takes none.
   [[nodiscard]] PerLaunch per_launch() const noexcept {
     return !ring_ ? PerLaunch::Auto : ring_->by_arguments() ? PerLaunch::Parameters : PerLaunch::Ring;
@@ -322,6 +333,7 @@ private:
       identity_ = graph_;  // its nodes still name the executable's
     }
     graph_ = std::move(source.graph_);
+    per_launch_asked_ = source.per_launch_asked_;
     current_capture_ = std::exchange(source.current_capture_, 0);
     upload_stream_ = source.upload_stream_;
     source.reset();
@@ -379,6 +391,7 @@ private:
     device_launch_ = std::exchange(o.device_launch_, false);
     updatable_nodes_ = std::exchange(o.updatable_nodes_, false);
     handed_out_ = std::exchange(o.handed_out_, false);
+    per_launch_asked_ = o.per_launch_asked_;
   }
 
   cudaGraphExec_t exec_ = nullptr;  // first: the replay path reads only this
@@ -400,6 +413,7 @@ private:
   bool device_launch_ = false;    // instantiated (or to be) for launch from the device
   bool updatable_nodes_ = false;  // holds device-updatable kernel nodes: never updated
   mutable bool handed_out_ = false;  // device_graph() was given out: the executable is never replaced
+  PerLaunch per_launch_asked_ = PerLaunch::Auto;  // what the capture asked for
   std::shared_ptr<void> status_;  // device launch: the first failed device-side launch
 };
 

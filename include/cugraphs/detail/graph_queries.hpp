@@ -144,6 +144,13 @@ struct NodeAt {
   return std::nullopt;
 }
 
+// A conditional node a capture made, with its bodies (CUDA has no call that gives a
+// conditional node's bodies back).
+struct ConditionalMade {
+  cudaGraphNode_t node;
+  std::vector<cudaGraph_t> bodies;
+};
+
 // What a capturing stream will attach its next node to.
 struct CaptureInfo {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

@@ -117,12 +117,16 @@ public:
   }
 
   /// Waits until the device has finished with every post. The stream of the last launch is
-  /// not asked (its owner may have destroyed it by now): after a short yield, the ring's
-  /// device is waited for as a whole. A failure, or posts still not taken once the device is
-  /// idle, is reported once, and the posts given up: the device will not finish them.
+  /// not asked (its owner may have destroyed it by now): the done count is watched for up to
+  /// a second (yielding, then sleeping), and only then is the ring's device waited for as a
+  /// whole (a device-wide wait fails captures open on other threads, so it is the last
+  /// resort). A failure, or posts still not taken once the device is idle, is reported once,
+  /// and the posts given up: the device will not finish them.
   void wait_all(std::string_view op) noexcept {
     if (words_ == nullptr || abandoned_) return;
     for (unsigned i = 0; i < Waiter::kYields && done() < posted_; ++i) yield_thread();
+    for (const std::int64_t start = monotonic_ns(); done() < posted_ && monotonic_ns() - start < 1'000'000'000;)
+      sleep_microseconds(50);
     if (done() >= posted_) return;
     if (const cudaError_t e = synchronize_device(device_); e != cudaSuccess) {
       (void)cudaGetLastError();

@@ -1,6 +1,7 @@
 // A kernel node's launch held as bytes: its function, shape and arguments, laid out as the
 // kernel's parameters are (cudaFuncGetParamInfo), so that values inside the arguments can be
-// found and rewritten and the node set again. The per-launch values of a graph
+// found and rewritten and the node set again; and, for kernels the runtime cannot read, the
+// argument bytes alone, read through the driver. The per-launch values of a graph
 // (launch_ring.hpp) reach its kernels this way when they are passed as kernel arguments.
 #pragma once
 
@@ -8,6 +9,7 @@
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/error.hpp>
 
+#include <cuda.h>  // types only: the driver is reached through the runtime's entry points
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
@@ -105,5 +107,48 @@ private:
   std::vector<std::byte> bytes_;
   std::vector<void*> pointers_;  // launch_.kernelParams: one into bytes_ a parameter
 };
+
+// The argument bytes of kernel node `node`, one blob a parameter, read through the driver
+// API: for kernels this runtime cannot name (launched through the driver API, or by another
+// shared library with a CUDA runtime of its own), which KernelArgs::read cannot read. None
+// where this fails too (the driver entry points need CUDA 12.5 at build time).
+[[nodiscard]] inline std::optional<std::vector<std::vector<std::byte>>> driver_kernel_args(cudaGraphNode_t node) {
+#if CUGRAPHS_CTK_AT_LEAST(12, 5)
+  using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+  using FuncInfo = CUresult (*)(CUfunction, std::size_t, std::size_t*, std::size_t*);
+  using KernelInfo = CUresult (*)(CUkernel, std::size_t, std::size_t*, std::size_t*);
+  static const auto entry = [](const char* name) -> void* {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return nullptr;
+    }
+    return fn;
+  };
+  static const auto get = reinterpret_cast<GetParams>(entry("cuGraphKernelNodeGetParams"));
+  static const auto func_info = reinterpret_cast<FuncInfo>(entry("cuFuncGetParamInfo"));
+  static const auto kernel_info = reinterpret_cast<KernelInfo>(entry("cuKernelGetParamInfo"));
+  CUDA_KERNEL_NODE_PARAMS p{};
+  if (get == nullptr || get(reinterpret_cast<CUgraphNode>(node), &p) != CUDA_SUCCESS) return std::nullopt;
+  std::vector<std::vector<std::byte>> params;
+  if (p.kernelParams == nullptr) return params;  // a kernel without parameters
+  for (std::size_t i = 0;; ++i) {
+    std::size_t offset = 0, size = 0;
+    CUresult r = CUDA_ERROR_NOT_SUPPORTED;
+    if (p.func != nullptr && func_info != nullptr) r = func_info(p.func, i, &offset, &size);
+    if (p.func == nullptr && p.kern != nullptr && kernel_info != nullptr) r = kernel_info(p.kern, i, &offset, &size);
+    if (r != CUDA_SUCCESS) break;
+    const auto* from = static_cast<const std::byte*>(p.kernelParams[i]);
+    params.emplace_back(from, from + size);
+  }
+  if (params.empty()) return std::nullopt;  // parameters it could not lay out
+  return params;
+#else
+  (void)node;
+  return std::nullopt;
+#endif
+}
 
 }  // namespace cugraphs::detail

@@ -28,6 +28,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
@@ -35,6 +36,7 @@
 #include <mutex>
 #include <optional>
 #include <span>
+#include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
@@ -126,9 +128,12 @@ public:
   // Readies `g`, the graph the capture made, for its launches' values: as kernel arguments
   // where the policy allows and every value reaches its kernel as one, else through the ring
   // (its head before every root node, its tail after every last node). Zeroes the device
-  // words on `stream` first. `updatable`: the graph holds device-updatable kernel nodes, which
-  // node updates from the host would overwrite.
-  void attach(cudaGraph_t g, cudaStream_t stream, bool updatable, std::string_view op) {
+  // words on `stream` first.
+  struct GraphFacts {
+    bool updatable;  // the graph holds device-updatable kernel nodes, which node updates from the host would overwrite
+    const std::vector<ConditionalMade>& conditionals;  // the conditional nodes its capture made
+  };
+  void attach(cudaGraph_t g, cudaStream_t stream, const GraphFacts& facts, std::string_view op) {
     {
       // Done before any launch, on whatever stream: the stream is idle, and the wait runs in
       // relaxed mode for a capture that may be open on this thread.
@@ -137,10 +142,10 @@ public:
       check(cudaStreamSynchronize(stream), "{}: cudaStreamSynchronize", op);
     }
     if (policy_ != PerLaunch::Ring) {
-      if (updatable)
+      if (facts.updatable)
         (void)refuse_arguments(op, "the graph holds device-updatable kernel nodes (launch_updatable), whose updates "
                                    "from the device a node update from the host would overwrite");
-      else if (find_argument_sites(g, op))
+      else if (find_argument_sites(g, facts.conditionals, op))
         return;
     }
     patched_.clear();
@@ -174,8 +179,13 @@ public:
         // tells when they are free (the executable's launches run in order, so the last
         // record's completion is all of theirs; an event completes even after its stream goes).
         if (done_) [[unlikely]] {
-          if (const cudaError_t e = cudaEventRecord(done_.get(), stream); e != cudaSuccess) [[unlikely]]
+          if (const cudaError_t e = cudaEventRecord(done_.get(), stream); e != cudaSuccess) [[unlikely]] {
+            // The launch is queued and the event cannot tell when it ends: wait for it here,
+            // before anything it reads can go.
+            RelaxedCaptureMode relaxed;
+            (void)cudaStreamSynchronize(stream);
             throw_cuda(e, format("{}: recording the launch's end (cudaEventRecord)", op));
+          }
           launched_ = true;
         }
       });
@@ -200,34 +210,47 @@ public:
     });
   }
 
-  // Before `target`, a node of `exec`, is set to `p` outside this ring (Graph::set_kernel_args):
-  // the values handed over as its arguments are found in `p` afresh, so that later launches
-  // keep the change. A node that took no values when captured cannot start taking them
-  // (nothing would refresh them): an Error, with nothing changed.
+  // Sets `target`, a node of `exec`, to `p` (Graph::set_kernel_args). With values as
+  // arguments, the values in `p` are found afresh and the node is set with the last launch's
+  // (so that later launches keep the change, and a launch outside cugraphs repeats the last
+  // values); a node that took no values when captured cannot start taking them (nothing
+  // would refresh them): an Error. Nothing changes when it throws.
   template <class Resolve>
-  void node_set(cudaGraphExec_t exec, Resolve&& resolve, cudaGraphNode_t target, const cudaKernelNodeParams& p,
-                std::string_view op) {
-    if (!by_arguments_) return;
+  void set_node_params(cudaGraphExec_t exec, Resolve&& resolve, cudaGraphNode_t target, const cudaKernelNodeParams& p,
+                       std::string_view op) {
+    const auto set = [&](const cudaKernelNodeParams& q) {
+      if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, target, &q); e != cudaSuccess) [[unlikely]]
+        throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
+    };
+    if (!by_arguments_) {
+      set(p);
+      return;
+    }
     bind(exec, resolve);
     auto layout = KernelArgs::layout(p.func);
     const auto it = std::ranges::find(patched_, target, &PatchedNode::target);
+    if (!layout) {
+      if (it != patched_.end())
+        throw_misuse(op, "this node takes per-launch values as kernel arguments, and CUDA cannot lay out the new "
+                         "kernel's parameters (cudaFuncGetParamInfo), so later launches could not hand them over");
+      set(p);
+      return;
+    }
+    PatchedNode next{it != patched_.end() ? it->index : 0, it != patched_.end() ? it->node : nullptr, target,
+                     KernelArgs(p, std::move(*layout)), {}, {}};
+    find_sites(next);
     if (it == patched_.end()) {
-      if (!layout) return;
-      PatchedNode n{0, nullptr, target, KernelArgs(p, std::move(*layout)), {}, {}};
-      find_sites(n);
-      if (!n.draws.empty())
+      if (!next.draws.empty())
         throw_misuse(op, "the new arguments hand this node the PhiloxArgs of a draw, but it drew nothing when "
                          "captured, and this graph refreshes its offsets as the drawing nodes' kernel arguments "
                          "(PerLaunch::Parameters), so nothing would refresh them here. Draw in this node when "
                          "capturing, or capture with PerLaunch::Ring");
+      set(p);
       return;
     }
-    if (!layout) {  // a kernel whose arguments cannot be read: the change is the caller's alone
-      patched_.erase(it);
-      return;
-    }
-    it->args = KernelArgs(p, std::move(*layout));
-    find_sites(*it);
+    if (!taken_.empty()) write_values(next);
+    set(next.args.launch());
+    *it = std::move(next);
   }
 
   // Whether launches stage a graphed callable's inputs.
@@ -318,7 +341,7 @@ private:
     }
   }
 
-  // The first draw whose PhiloxArgs a memcpy node copies from host or managed memory (as the
+  // The first draw whose PhiloxArgs a memcpy node copies from pinned or managed memory (as the
   // host holds them now), which only the ring refreshes; none for other nodes, and for
   // sources over 64 MiB, which are not searched.
   [[nodiscard]] std::optional<DrawMade> draw_in_host_copy(cudaGraphNode_t node) const {
@@ -326,7 +349,8 @@ private:
     if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess || p.srcPtr.ptr == nullptr) return std::nullopt;
     cudaPointerAttributes attr{};
     if (cudaPointerGetAttributes(&attr, p.srcPtr.ptr) != cudaSuccess) return std::nullopt;
-    if (attr.type == cudaMemoryTypeDevice) return std::nullopt;
+    // Pinned or managed memory only: an address CUDA does not know may no longer be mapped.
+    if (attr.type != cudaMemoryTypeHost && attr.type != cudaMemoryTypeManaged) return std::nullopt;
     const std::size_t rows = std::max<std::size_t>(p.extent.height, 1) * std::max<std::size_t>(p.extent.depth, 1);
     const std::size_t bytes = std::max(p.srcPtr.pitch, p.extent.width) * (rows - 1) + p.extent.width;
     if (bytes > (std::size_t{64} << 20)) return std::nullopt;
@@ -337,10 +361,75 @@ private:
     return std::nullopt;
   }
 
+  // Whether some draw's PhiloxArgs are found in `blobs` (argument bytes), at any 8-byte step.
+  [[nodiscard]] bool holds_draw(const std::vector<std::vector<std::byte>>& blobs) const noexcept {
+    for (const auto& b : blobs)
+      for (std::size_t at = 0; at + 24 <= b.size(); at += 8)
+        if (draw_at(b.data() + at)) return true;
+    return false;
+  }
+
+  // Why `node` may hand a draw to the device some way that node updates of the executable
+  // cannot refresh, or none: a kernel inside a conditional body or a child graph (`nested`),
+  // or one this runtime cannot read, that takes a draw's PhiloxArgs, or whose arguments
+  // cannot be read at all; a memcpy from host memory holding them; the same inside bodies
+  // and child graphs, at any depth.
+  [[nodiscard]] std::optional<std::string> draw_elsewhere(cudaGraphNode_t node, bool nested,
+                                                          const std::vector<ConditionalMade>& conditionals,
+                                                          std::string_view op) const {
+    cudaGraphNodeType t{};
+    if (cudaGraphNodeGetType(node, &t) != cudaSuccess) return "a node whose type CUDA cannot say";
+    const auto inside = [&](cudaGraph_t body) -> std::optional<std::string> {
+      for (cudaGraphNode_t n : graph_nodes(body, op))
+        if (auto why = draw_elsewhere(n, true, conditionals, op)) return why;
+      return std::nullopt;
+    };
+    switch (t) {
+      case cudaGraphNodeTypeKernel: {
+        std::optional<std::vector<std::vector<std::byte>>> blobs;
+        if (auto args = nested ? KernelArgs::read(node) : std::nullopt) {
+          blobs.emplace();
+          for (const auto& q : args->params()) blobs->emplace_back(args->bytes() + q.offset, args->bytes() + q.offset + q.size);
+        } else {
+          blobs = driver_kernel_args(node);
+        }
+        if (!blobs) return std::string("a kernel node whose arguments CUDA cannot read (which might hold a draw)");
+        if (holds_draw(*blobs))
+          return std::string(nested ? "a kernel inside a conditional body or a child graph takes the PhiloxArgs of a "
+                                      "draw"
+                                    : "a kernel that this CUDA runtime cannot name (launched through the driver API "
+                                      "or by another library) takes the PhiloxArgs of a draw");
+        return std::nullopt;
+      }
+      case cudaGraphNodeTypeMemcpy:
+        if (const auto d = draw_in_host_copy(node))
+          return format("a memcpy node copies the PhiloxArgs of a draw (generator {} of the graph, offset {}) from "
+                        "host memory",
+                        d->generator, d->offset);
+        return std::nullopt;
+      case cudaGraphNodeTypeGraph: {
+        cudaGraph_t child = nullptr;
+        if (cudaGraphChildGraphNodeGetGraph(node, &child) != cudaSuccess) return "a child graph CUDA cannot read";
+        return inside(child);
+      }
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+      case cudaGraphNodeTypeConditional: {
+        const auto made = std::ranges::find(conditionals, node, &ConditionalMade::node);
+        if (made == conditionals.end()) return std::string("a conditional node that cugraphs did not make (its bodies cannot be read)");
+        for (cudaGraph_t body : made->bodies)
+          if (auto why = inside(body)) return why;
+        return std::nullopt;
+      }
+#endif
+      default:
+        return std::nullopt;
+    }
+  }
+
   // Finds the kernel nodes of `g` that take the graph's per-launch values as arguments, and
   // whether they take them all; readies the staging copy to take its addresses as arguments.
   // False (nothing changed) where the ring must be used.
-  bool find_argument_sites(cudaGraph_t g, std::string_view op) {
+  bool find_argument_sites(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals, std::string_view op) {
     if (sources_ && leaves_ > StageArgs::kInlineLeaves)
       return refuse_arguments(op, format("the staging copy takes at most {} input leaves as arguments and this "
                                          "callable stages {}",
@@ -348,15 +437,16 @@ private:
     const auto nodes = graph_nodes(g, op);
     std::vector<PatchedNode> found;
     std::vector<bool> seen(draws_.size(), false);
-    std::optional<DrawMade> copied;  // a draw a memcpy node copies from host memory
+    std::optional<std::string> elsewhere;  // how a draw may reach the device other than as patched arguments
     bool staged = false;
     for (std::size_t i = 0; i < nodes.size(); ++i) {
       cudaGraphNodeType t{};
       if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
-      if (t == cudaGraphNodeTypeMemcpy && !draws_.empty() && !copied) copied = draw_in_host_copy(nodes[i]);
-      if (t != cudaGraphNodeTypeKernel) continue;
-      auto args = KernelArgs::read(nodes[i]);
-      if (!args) continue;
+      auto args = t == cudaGraphNodeTypeKernel ? KernelArgs::read(nodes[i]) : std::nullopt;
+      if (!args) {
+        if (!draws_.empty() && !elsewhere) elsewhere = draw_elsewhere(nodes[i], false, conditionals, op);
+        continue;
+      }
       PatchedNode n{i, nodes[i], nullptr, std::move(*args), {}, {}};
       find_sites(n);
       if (n.draws.empty() && !n.stage) continue;
@@ -373,11 +463,8 @@ private:
                                            "reach its kernel as a kernel argument (it is passed through memory, to "
                                            "a kernel whose arguments CUDA cannot lay out, or not used)",
                                            d, draws_[d].generator, draws_[d].offset));
-    if (copied)
-      return refuse_arguments(op, format("a memcpy node copies the PhiloxArgs of a draw (generator {} of the graph, "
-                                         "offset {}) from host memory, and only the ring refreshes what its kernels "
-                                         "then read",
-                                         copied->generator, copied->offset));
+    if (elsewhere)
+      return refuse_arguments(op, *elsewhere + ", which only the ring refreshes");
     if (sources_ && leaves_ != 0 && !staged)
       return refuse_arguments(op, "the staging copy's arguments were not found in the graph");
     if (policy_ == PerLaunch::Auto && found.size() > kAutoParameterNodes) return false;
@@ -459,6 +546,14 @@ private:
 
   // Writes this launch's values into `n`'s arguments and sets its node in `exec`.
   void set_node(cudaGraphExec_t exec, PatchedNode& n, std::string_view op) {
+    write_values(n);
+    if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, n.target, &n.args.launch()); e != cudaSuccess)
+      [[unlikely]]
+      throw_cuda(e, format("{}: handing a launch its values (cudaGraphExecKernelNodeSetParams)", op));
+  }
+
+  // Writes the values taken last (taken_, staged_) into `n`'s arguments.
+  void write_values(PatchedNode& n) noexcept {
     for (const auto& site : n.draws) {
       const auto [seed, offset] = taken_[site.draw.generator];
       n.args.set_word(site.at, seed);
@@ -468,9 +563,6 @@ private:
     if (n.stage && leaves_ != 0)
       std::memcpy(n.args.bytes() + *n.stage + offsetof(StageArgs, inline_sources), staged_.data(),
                   leaves_ * sizeof(unsigned long long));
-    if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, n.target, &n.args.launch()); e != cudaSuccess)
-      [[unlikely]]
-      throw_cuda(e, format("{}: handing a launch its values (cudaGraphExecKernelNodeSetParams)", op));
   }
 
   [[nodiscard]] unsigned long long* control() const noexcept { return static_cast<unsigned long long*>(control_.get()); }
