@@ -6,6 +6,7 @@
 // Graph only reads what an ended session produced.
 #pragma once
 
+#include <cugraphs/detail/captured.hpp>
 #include <cugraphs/detail/conditional_frames.hpp>
 #include <cugraphs/detail/deferred_frees.hpp>
 #include <cugraphs/detail/driver_log.hpp>
@@ -33,18 +34,6 @@ inline thread_local std::vector<CaptureSession*> tls_captures;  // open on this 
 [[nodiscard]] inline CaptureSession* innermost_capture() noexcept {
   return tls_captures.empty() ? nullptr : tls_captures.back();
 }
-
-// What an ended capture produced, for its Graph to keep.
-struct Captured {
-  cudaGraph_t graph = nullptr;
-  bool device_launch = false;    // instantiate for launch from the device
-  bool updatable_nodes = false;  // holds device-updatable kernel nodes (launch_updatable)
-  PerLaunch per_launch = PerLaunch::Auto;  // as asked (CaptureOptions): recaptures ask the same
-  std::vector<ConditionalMade> conditionals;  // the conditional nodes made, with their bodies
-  PoolShare share;  // the graph's share of the pool it was captured into
-  std::unique_ptr<LaunchRing> ring;
-  std::vector<std::shared_ptr<void>> keep_alive;
-};
 
 class CaptureSession {
 public:
@@ -108,14 +97,9 @@ public:
   // The stream capturing now: the innermost open conditional body, else the capture stream.
   [[nodiscard]] cudaStream_t now() const noexcept { return frames.now(); }
 
-  // The graph's per-launch ring, made on first use.
+  // The graph's per-launch values, recorded from their first use on.
   [[nodiscard]] LaunchRing& launch_ring(std::string_view op) {
-    if (device_launch)
-      throw_misuse(op, "this capture is for device launch (CaptureOptions::device_launch): a graph that draws "
-                       "random numbers or stages inputs takes fresh values from the host at every launch, which "
-                       "its launches from the device would not get. Capture it without device_launch, or pass the "
-                       "values through device memory");
-    if (!ring) ring = std::make_unique<LaunchRing>(op, per_launch);
+    if (!ring) ring = std::make_unique<LaunchRing>(op, per_launch, device_launch);
     return *ring;
   }
 

@@ -1,0 +1,29 @@
+// What an ended capture hands its Graph: the graph made, how to instantiate it, the pool
+// share and per-launch values that go with it, and what its work keeps alive.
+#pragma once
+
+#include <cugraphs/detail/graph_queries.hpp>
+#include <cugraphs/detail/launch_ring.hpp>
+#include <cugraphs/detail/pool.hpp>
+#include <cugraphs/per_launch.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <memory>
+#include <vector>
+
+namespace cugraphs::detail {
+
+// What an ended capture produced, for its Graph to keep.
+struct Captured {
+  cudaGraph_t graph = nullptr;
+  bool device_launch = false;    // instantiate for launch from the device
+  bool updatable_nodes = false;  // holds device-updatable kernel nodes (launch_updatable)
+  PerLaunch per_launch = PerLaunch::Auto;  // as asked (CaptureOptions): recaptures ask the same
+  std::vector<ConditionalMade> conditionals;  // the conditional nodes made, with their bodies
+  PoolShare share;  // the graph's share of the pool it was captured into
+  std::unique_ptr<LaunchRing> ring;
+  std::vector<std::shared_ptr<void>> keep_alive;
+};
+
+}  // namespace cugraphs::detail
