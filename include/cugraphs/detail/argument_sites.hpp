@@ -171,10 +171,10 @@ public:
   }
 
   // Sets `target`, a node of `exec`, to `p` (Graph::set_kernel_args): the values in `p` are
-  // found afresh and the node is set with the last launch's
-  // (so that later launches keep the change, and a launch outside cugraphs repeats the last
-  // values); a node that took no values when captured cannot start taking them (nothing
-  // would refresh them): an Error. Nothing changes when it throws.
+  // found afresh and the node is set with the last launch's (so that later launches keep the
+  // change, and a launch outside cugraphs repeats the last values); a node that took no
+  // values when captured cannot start taking them (nothing would refresh them): an Error.
+  // Nothing changes when it throws.
   template <class Resolve>
   void set_node_params(cudaGraphExec_t exec, const Resolve& resolve, cudaGraphNode_t target,
                        const cudaKernelNodeParams& p, Taken taken, std::string_view op) {
