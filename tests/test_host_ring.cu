@@ -83,17 +83,17 @@ struct Rig {
   void launch(cudaStream_t s, Body&& body) {
     const RingArgs a = args();
     const void* head = cugraphs::detail::ring_head_kernel.load(std::memory_order_acquire);
-    const auto tail = cugraphs::detail::ring_tail_launcher.load(std::memory_order_acquire);
+    const void* tail = cugraphs::detail::ring_tail_kernel.load(std::memory_order_acquire);
     REQUIRE(head != nullptr);  // registered by this nvcc translation unit
     REQUIRE(tail != nullptr);
-    RingArgs head_args = a;
-    void* params[] = {&head_args};
+    RingArgs kernel_args = a;
+    void* params[] = {&kernel_args};
     cugraphs::check(cudaLaunchKernel(head, dim3(1), dim3(cugraphs::detail::head_threads(a)), params, 0, s),
                     "launch the ring's head");
     body(a);
     record_launch<<<1, 1, 0, s>>>(a, log.data(), launches.data());
     cugraphs::check_launch("record_launch");
-    cugraphs::check(tail(a, s), "launch the ring's tail");
+    cugraphs::check(cudaLaunchKernel(tail, dim3(1), dim3(1), params, 0, s), "launch the ring's tail");
   }
   void launch(cudaStream_t s) {
     launch(s, [](const RingArgs&) {});

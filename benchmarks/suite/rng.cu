@@ -178,11 +178,11 @@ void rng_section(Report& report, cudaStream_t stream) {
   cugraphs::DeviceBuffer<float> out(n);
   cugraphs::Generator gen(1);
   cugraphs::Graph with_rng, with_ring, without_rng;
-  cugraphs::capture(with_rng, [&](cudaStream_t s) { uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, gen.philox(1)); });
+  auto drawing = [&](cudaStream_t s) { uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, gen.philox(1)); };
+  cugraphs::capture(with_rng, drawing);
   cugraphs::CaptureOptions ring_opts;
   ring_opts.per_launch = cugraphs::PerLaunch::Ring;
-  cugraphs::capture(
-      with_ring, [&](cudaStream_t s) { uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, gen.philox(1)); }, ring_opts);
+  cugraphs::capture(with_ring, drawing, ring_opts);
   cugraphs::capture(without_rng, [&](cudaStream_t s) {
     uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, cugraphs::PhiloxArgs{1, 0, nullptr});
   });

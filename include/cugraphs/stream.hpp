@@ -170,10 +170,9 @@ private:
 };
 
 // The streams cugraphs keeps per thread: the capture stream of each device, a stream per
-// conditional nesting depth for bodies, a blocking escape guard per capture depth, and one
-// for cugraphs' own small copies.
-// Words: cugraphs' own small copies of its state words (status words, tables), on a
-// non-blocking stream, so that they never touch the legacy default stream.
+// conditional nesting depth for bodies, a blocking escape guard per capture depth, and a
+// non-blocking one for cugraphs' own small copies of its state words (status words,
+// tables), so that they never touch the legacy default stream.
 enum class ThreadStream : unsigned char { Capture, Body, EscapeGuard, Words };
 
 // This thread's stream of `role` on `device` at nesting `depth`, made on first use and kept

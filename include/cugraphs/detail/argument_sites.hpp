@@ -52,7 +52,7 @@ public:
   // Each generator's (seed, offset) for one launch.
   using Taken = std::span<const std::pair<std::uint64_t, std::uint64_t>>;
 
-  explicit ArgumentSites(const Recorded& rec) : rec_(rec), words_(rec.words) {}
+  explicit ArgumentSites(const Recorded& rec) : rec_(rec) {}
 
   // Finds the kernel nodes of `g` that take the graph's per-launch values as arguments.
   // Returns why launches cannot hand the values over that way, or none (then nodes() says
@@ -229,9 +229,22 @@ private:
   [[nodiscard]] std::optional<DrawMade> draw_at(const std::byte* at) const noexcept {
     std::uint64_t w[3];
     std::memcpy(w, at, sizeof w);
-    const auto words = reinterpret_cast<std::uintptr_t>(words_);
+    const auto words = reinterpret_cast<std::uintptr_t>(rec_.words);
     if (w[0] != 0 || w[2] < words || w[2] >= words + 16 * rec_.generators || (w[2] - words) % 16 != 0) return std::nullopt;
     return DrawMade{static_cast<unsigned>((w[2] - words) / 16), w[1]};
+  }
+
+  // Calls `each(at, draw)` for every draw's PhiloxArgs found in `bytes` (at 8-byte steps from
+  // its start, where a struct of 64-bit members passed by value can start) until it returns
+  // true; returns whether it did.
+  template <class Each>
+  bool each_draw(std::span<const std::byte> bytes, Each&& each) const {
+    for (std::size_t at = 0; at + 24 <= bytes.size(); at += 8)
+      if (const auto d = draw_at(bytes.data() + at); d && each(at, *d)) return true;
+    return false;
+  }
+  [[nodiscard]] bool holds_draw(std::span<const std::byte> bytes) const {
+    return each_draw(bytes, [](std::size_t, DrawMade) { return true; });
   }
 
   // Where `n`'s arguments hold a PhiloxArgs of this graph's draws or the staging copy's
@@ -239,9 +252,11 @@ private:
   void find_sites(PatchedNode& n) const {
     n.draws.clear();
     n.stage.reset();
-    n.args.for_each_place(3, [&](std::size_t at) {
-      if (const auto d = draw_at(n.args.bytes() + at)) n.draws.push_back({at, *d});
-    });
+    for (const auto& q : n.args.params())
+      (void)each_draw({n.args.bytes() + q.offset, q.size}, [&](std::size_t at, DrawMade d) {
+        n.draws.push_back({q.offset + at, d});
+        return false;
+      });
     if (rec_.sources == nullptr) return;
     for (const auto& q : n.args.params()) {
       if (q.size != sizeof(StageArgs)) continue;
@@ -265,18 +280,13 @@ private:
     const std::size_t bytes = std::max(p.srcPtr.pitch, p.extent.width) * (rows - 1) + p.extent.width;
     if (bytes > (std::size_t{64} << 20)) return std::nullopt;
     const auto* first = static_cast<const std::byte*>(p.srcPtr.ptr);
-    const std::size_t skip = (8 - reinterpret_cast<std::uintptr_t>(first) % 8) % 8;
-    for (std::size_t at = skip; at + 24 <= bytes; at += 8)
-      if (const auto d = draw_at(first + at)) return d;
-    return std::nullopt;
-  }
-
-  // Whether some draw's PhiloxArgs are found in `blobs` (argument bytes), at any 8-byte step.
-  [[nodiscard]] bool holds_draw(const std::vector<std::vector<std::byte>>& blobs) const noexcept {
-    for (const auto& b : blobs)
-      for (std::size_t at = 0; at + 24 <= b.size(); at += 8)
-        if (draw_at(b.data() + at)) return true;
-    return false;
+    const std::size_t skip = std::min<std::size_t>((8 - reinterpret_cast<std::uintptr_t>(first) % 8) % 8, bytes);
+    std::optional<DrawMade> found;
+    (void)each_draw({first + skip, bytes - skip}, [&](std::size_t, DrawMade d) {
+      found = d;
+      return true;
+    });
+    return found;
   }
 
   // Why `node` may hand a draw to the device some way that node updates of the executable
@@ -296,15 +306,15 @@ private:
     };
     switch (t) {
       case cudaGraphNodeTypeKernel: {
-        std::optional<std::vector<std::vector<std::byte>>> blobs;
-        if (auto args = nested ? KernelArgs::read(node) : std::nullopt) {
-          blobs.emplace();
-          for (const auto& q : args->params()) blobs->emplace_back(args->bytes() + q.offset, args->bytes() + q.offset + q.size);
-        } else {
-          blobs = driver_kernel_args(node);
-        }
-        if (!blobs) return std::string("a kernel node whose arguments CUDA cannot read (which might hold a draw)");
-        if (holds_draw(*blobs))
+        const auto args = nested ? KernelArgs::read(node) : std::nullopt;
+        const auto blobs = args ? std::nullopt : driver_kernel_args(node);
+        if (!args && !blobs) return std::string("a kernel node whose arguments CUDA cannot read (which might hold a draw)");
+        bool holds = false;
+        if (args)
+          for (const auto& q : args->params()) holds = holds || holds_draw({args->bytes() + q.offset, q.size});
+        else
+          for (const auto& b : *blobs) holds = holds || holds_draw(b);
+        if (holds)
           return std::string(nested ? "a kernel inside a conditional body or a child graph takes the PhiloxArgs of a "
                                       "draw"
                                     : "a kernel that this CUDA runtime cannot name (launched through the driver API "
@@ -336,7 +346,6 @@ private:
     }
   }
 
-
   // Writes this launch's values into `n`'s arguments and sets its node in `exec`.
   void set_node(cudaGraphExec_t exec, PatchedNode& n, Taken taken, std::string_view op) {
     write_values(n, taken);
@@ -366,7 +375,6 @@ private:
   };
 
   Recorded rec_;
-  const unsigned long long* words_;
   std::vector<PatchedNode> patched_;
   std::vector<unsigned long long> staged_;  // this launch's input addresses
   cudaGraphExec_t bound_ = nullptr;         // the executable patched_'s targets name

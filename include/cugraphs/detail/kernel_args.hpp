@@ -85,21 +85,8 @@ public:
   [[nodiscard]] std::byte* bytes() noexcept { return bytes_.data(); }
   [[nodiscard]] const std::byte* bytes() const noexcept { return bytes_.data(); }
 
-  // The 64-bit word at byte `at` of the arguments.
-  [[nodiscard]] std::uint64_t word(std::size_t at) const noexcept {
-    std::uint64_t w = 0;
-    std::memcpy(&w, bytes_.data() + at, sizeof w);
-    return w;
-  }
+  // Writes the 64-bit word `w` at byte `at` of the arguments.
   void set_word(std::size_t at, std::uint64_t w) noexcept { std::memcpy(bytes_.data() + at, &w, sizeof w); }
-
-  // Calls `at(position)` for every 8-byte-aligned position inside a parameter where `words`
-  // 64-bit words fit, in order: where a struct of 64-bit members passed by value can start.
-  template <class At>
-  void for_each_place(std::size_t words, At&& at) const {
-    for (const Param& q : params_)
-      for (std::size_t p = 0; p + 8 * words <= q.size; p += 8) at(q.offset + p);
-  }
 
 private:
   cudaKernelNodeParams launch_{};

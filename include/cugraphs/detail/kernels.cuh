@@ -74,7 +74,7 @@ __global__ void ring_head_kernel_impl(RingArgs a) {
 }
 
 // The tail: one more launch has finished with its slot and with everything the ring's owner
-// holds. Captured last, so it runs after every other node of the launch.
+// holds. Put after the graph's last nodes, so it runs after every other node of the launch.
 template <int = 0>
 __global__ void ring_tail_kernel_impl(RingArgs a) {
   if (a.control[1] == 0) return;
@@ -82,12 +82,6 @@ __global__ void ring_tail_kernel_impl(RingArgs a) {
   a.control[0] = done;
   *reinterpret_cast<volatile unsigned long long*>(a.host_done) = done;
   __threadfence_system();
-}
-
-template <int = 0>
-cudaError_t launch_ring_tail_kernel(const RingArgs& a, cudaStream_t stream) {
-  ring_tail_kernel_impl<<<1, 1, 0, stream>>>(a);
-  return cudaGetLastError();
 }
 
 // The staging copy: copies every input address of the launch onto its static buffer.
@@ -125,7 +119,6 @@ cudaError_t launch_stage_kernel(const StageArgs& a, cudaStream_t stream) {
 
 [[maybe_unused]] static const bool ring_registered = [] {
   ring_head_kernel.store(reinterpret_cast<const void*>(&ring_head_kernel_impl<>), std::memory_order_release);
-  ring_tail_launcher.store(&launch_ring_tail_kernel<>, std::memory_order_release);
   ring_tail_kernel.store(reinterpret_cast<const void*>(&ring_tail_kernel_impl<>), std::memory_order_release);
   stage_launcher.store(&launch_stage_kernel<>, std::memory_order_release);
   return true;

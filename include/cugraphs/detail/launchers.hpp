@@ -61,8 +61,6 @@ constexpr unsigned head_threads(const RingArgs& a) noexcept {
   return words <= 32 ? 32 : words >= 1024 ? 1024 : (words + 31) / 32 * 32;
 }
 inline std::atomic<const void*> ring_head_kernel{nullptr};
-using RingTailLauncher = cudaError_t (*)(const RingArgs& args, cudaStream_t stream);
-inline std::atomic<RingTailLauncher> ring_tail_launcher{nullptr};
 inline std::atomic<const void*> ring_tail_kernel{nullptr};
 
 // A graphed callable's staging copy, captured before its function: copies every input
