@@ -409,3 +409,32 @@ TEST_CASE("RNG: with offsets as kernel arguments, set_kernel_args that hands a d
   uniforms<<<blocks_for(kN), kThreads, 0, stream>>>(fixed_ref.data(), kN, PhiloxArgs{5, 0, nullptr}, 1);
   CHECK(bitwise_equal(y.to_host(), fixed_ref.to_host()));  // the node kept its captured arguments
 }
+
+namespace {
+__device__ int bumps;
+__global__ void bump() { ++bumps; }  // no parameters at all
+}  // namespace
+
+TEST_CASE("RNG: a kernel without parameters beside a draw leaves the offsets as kernel arguments (a layout of no "
+          "parameters is not an unknown one)", "[rng][gpu]") {
+  cugraphs::Stream stream;
+  Generator a(3), b(3);
+  DeviceBuffer<float> out(kN, stream), ref(kN, stream);
+  const int zero = 0;
+  REQUIRE(cudaMemcpyToSymbol(bumps, &zero, sizeof zero) == cudaSuccess);
+  Graph g;
+  cugraphs::capture(g, [&](cudaStream_t s) {
+    bump<<<1, 1, 0, s>>>();
+    draw(a, out, 2, s);
+  });
+  CHECK(g.per_launch() == PerLaunch::Parameters);  // Auto: one node takes values
+  CHECK(g.node_count() == 2u);
+  for (int replay = 0; replay < 3; ++replay) {
+    g.replay(stream);
+    draw(b, ref, 2, stream);
+    REQUIRE(bitwise_equal(out.to_host(stream), ref.to_host(stream)));
+  }
+  int counted = 0;
+  REQUIRE(cudaMemcpyFromSymbol(&counted, bumps, sizeof counted) == cudaSuccess);
+  CHECK(counted == 3);
+}

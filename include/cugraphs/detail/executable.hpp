@@ -163,7 +163,7 @@ public:
       if (cudaGraphNodeGetType(info.errorNode, &t) == cudaSuccess) result.node_type = t;
       result.node_index = node_index(source.graph_->graph, info.errorNode, op);
       node = format("; the blocking node is a {} node", result.node_type ? node_type_name(*result.node_type) : "unknown");
-      if (result.node_index) format_to(node, ", node {} of the new capture", *result.node_index);
+      if (result.node_index) detail::format_to(node, ", node {} of the new capture", *result.node_index);
     }
     result.message = format("cugraphs: {}: the executable cannot take the new capture in place: {}{}", op,
                             describe(result.failure), node);

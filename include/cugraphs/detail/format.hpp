@@ -100,12 +100,19 @@ void format_to(std::string& out, format_string<Args...> f, const Args&... args) 
   literal_until_placeholder();
 }
 
-template <class... Args>
-[[nodiscard]] std::string format(format_string<Args...> f, const Args&... args) {
-  std::string out;
-  out.reserve(f.text.size() + 16 * sizeof...(Args));
-  detail::format_to(out, f, args...);
-  return out;
-}
+// The message `f` words with `args`. An object, not a function template: calls with an
+// argument from namespace std (a std::string_view, say) would otherwise also find std::format
+// by argument-dependent lookup wherever <format> is visible (libstdc++ 13's <chrono> includes
+// it), and be ambiguous.
+struct Format {
+  template <class... Args>
+  [[nodiscard]] std::string operator()(format_string<Args...> f, const Args&... args) const {
+    std::string out;
+    out.reserve(f.text.size() + 16 * sizeof...(Args));
+    detail::format_to(out, f, args...);
+    return out;
+  }
+};
+inline constexpr Format format{};
 
 }  // namespace cugraphs::detail

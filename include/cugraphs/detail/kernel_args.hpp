@@ -56,11 +56,25 @@ public:
     std::vector<Param> params;
     for (std::size_t i = 0;; ++i) {
       Param q{};
-      if (cudaFuncGetParamInfo(func, i, &q.offset, &q.size) != cudaSuccess) break;
-      params.push_back(q);
+      const cudaError_t e = cudaFuncGetParamInfo(func, i, &q.offset, &q.size);
+      if (e == cudaSuccess) {
+        params.push_back(q);
+        continue;
+      }
+      (void)cudaGetLastError();
+      // The query past the last parameter fails with cudaErrorInvalidValue by design; any
+      // other failure leaves the layout unknown (a short one would have the driver read past
+      // the arguments it is given).
+      if (e != cudaErrorInvalidValue) return std::nullopt;
+      break;
     }
-    (void)cudaGetLastError();  // the query past the last parameter fails by design
-    if (params.empty()) return std::nullopt;  // a kernel without parameters takes no value either
+    if (params.empty()) {
+      // No parameter, or a function the runtime cannot name: only a known kernel has none.
+      cudaFuncAttributes attr{};
+      const bool known = cudaFuncGetAttributes(&attr, func) == cudaSuccess;
+      (void)cudaGetLastError();
+      if (!known) return std::nullopt;
+    }
     return params;
 #else
     (void)func;
@@ -71,12 +85,12 @@ public:
   // The launch of kernel node `node`; none when its parameters' layout is unknown.
   [[nodiscard]] static std::optional<KernelArgs> read(cudaGraphNode_t node) {
     cudaKernelNodeParams p{};
-    if (cudaGraphKernelNodeGetParams(node, &p) != cudaSuccess || p.func == nullptr || p.kernelParams == nullptr) {
+    if (cudaGraphKernelNodeGetParams(node, &p) != cudaSuccess || p.func == nullptr || p.extra != nullptr) {
       (void)cudaGetLastError();
       return std::nullopt;
     }
     auto params = layout(p.func);
-    if (!params) return std::nullopt;
+    if (!params || (p.kernelParams == nullptr && !params->empty())) return std::nullopt;
     return KernelArgs(p, std::move(*params));
   }
 
