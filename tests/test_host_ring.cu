@@ -232,6 +232,9 @@ TEST_CASE("HostRing: withdraw takes back a post whose launch failed: a launch af
   Word* withdrawn = rig.post(s, {21, 22});
   rig.ring.withdraw();  // its launch failed: never launched(), and the tag is gone
   rig.launch(s);        // a launch of the executable with nothing posted for it
+  // It must have run before the next post: a launch queued earlier that runs later takes
+  // whatever is posted by then (the ring pairs posts with launches in device order).
+  cugraphs::check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
   Word* again = rig.post(s, {31, 32});
   CHECK(again == withdrawn);
   rig.launch(s);

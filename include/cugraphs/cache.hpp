@@ -211,7 +211,7 @@ private:
     std::optional<Graph> victim;
     make_room(known_bytes_[b].value_or(0), victim);
     if (!warmed_[b] && opts_.warmup_iters > 0)
-      detail::warm_up(kOp, capture_stream(), opts_.warmup_iters, [&] { return f_(bucket); });
+      detail::warm_up(kOp, capture_stream(), opts_.warmup_iters, [&, this] { return f_(bucket); });
     warmed_[b] = true;
 
     auto entry = std::make_unique<Entry>();

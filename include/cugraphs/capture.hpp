@@ -150,7 +150,7 @@ public:
   template <class Statics, class Inputs>
   void stage_and_launch(const Statics& static_inputs, const Inputs& inputs, cudaStream_t stream = current_stream()) {
     constexpr std::string_view op = "Graph::stage_and_launch";
-    detail::stage_copies(static_inputs, inputs, stream, op, [&] {  // before any copy: nothing is staged
+    detail::stage_copies(static_inputs, inputs, stream, op, [&, this] {  // before any copy: nothing is staged
       if (!exec_.instantiated()) not_replayable(op);
     });
     replay(stream);
@@ -355,7 +355,7 @@ private:
                          std::string_view op) {
     if (!exec_.instantiated()) [[unlikely]]
       not_replayable(op);
-    detail::with_kernel_params(node.launch_, values, [&](const cudaKernelNodeParams& p) {
+    detail::with_kernel_params(node.launch_, values, [&, this](const cudaKernelNodeParams& p) {
       exec_.set_kernel_params(node.capture_, node.index_, node.node_, p, op);
     });
     *node.args_ = std::move(values);  // copies of the node share what the executable runs

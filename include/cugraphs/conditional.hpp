@@ -141,7 +141,7 @@ public:
   /// ending a scope twice.
   void end() {
     if (!open_) detail::throw_misuse(op(), "this conditional scope has already ended");
-    session().conditional([&](detail::ConditionalFrames& f) { f.close(frame_id_, op()); });
+    session().conditional([&, this](detail::ConditionalFrames& f) { f.close(frame_id_, op()); });
     open_ = false;
   }
 
@@ -151,7 +151,7 @@ public:
     requires std::same_as<Kind, While>
   {
     (void)frame();  // a closed scope says so before a null flag does
-    session().conditional([&](detail::ConditionalFrames& f) { f.set_refresh(frame_id_, pred, op()); });
+    session().conditional([&, this](detail::ConditionalFrames& f) { f.set_refresh(frame_id_, pred, op()); });
   }
 
   /// IfElse: ends the then-body and captures the else-body. Once only.
@@ -159,14 +159,14 @@ public:
     requires std::same_as<Kind, IfElse>
   {
     if (frame().captured[1]) detail::throw_misuse(op(), "otherwise() was already called");
-    session().conditional([&](detail::ConditionalFrames& f) { f.switch_body(frame_id_, 1, op()); });
+    session().conditional([&, this](detail::ConditionalFrames& f) { f.switch_body(frame_id_, 1, op()); });
   }
 
   /// Switch: ends the active case, if any, and captures case `i`. Each case at most once.
   void case_(unsigned i)
     requires std::same_as<Kind, Switch>
   {
-    session().conditional([&](detail::ConditionalFrames& f) { f.switch_body(frame_id_, i, op()); });
+    session().conditional([&, this](detail::ConditionalFrames& f) { f.switch_body(frame_id_, i, op()); });
   }
 
 private:

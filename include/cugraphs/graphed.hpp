@@ -187,16 +187,16 @@ public:
       CaptureScope scope(graph_, co);
       // Static inputs from the graph's pool, shaped like the samples.
       [[maybe_unused]] std::size_t next = 0;  // unused without inputs
-      [[maybe_unused]] auto make_static = [&](std::size_t, auto leaf) { return static_leaf(leaf); };
+      [[maybe_unused]] auto make_static = [&, this](std::size_t, auto leaf) { return static_leaf(leaf); };
       static_inputs_.emplace(std::tuple<Args...>{detail::map_leaves(samples, next, make_static)...});  // braces: in order
-      [[maybe_unused]] auto record = [&](std::size_t i, auto leaf) {
+      [[maybe_unused]] auto record = [&, this](std::size_t i, auto leaf) {
         targets[i] = {const_cast<void*>(static_cast<const void*>(leaf.data())), leaf.size_bytes()};
         static_ptrs_[i] = leaf.data();
         static_sizes_[i] = leaf.size();
         max_bytes = std::max(max_bytes, leaf.size_bytes());
       };
       next = 0;
-      std::apply([&](const auto&... statics) { (detail::visit_leaves(statics, next, record), ...); }, *static_inputs_);
+      std::apply([&, this](const auto&... statics) { (detail::visit_leaves(statics, next, record), ...); }, *static_inputs_);
       // Each call hands the graph its input addresses (as the copy's arguments, or through
       // the ring's head); this copy, captured before f, moves them onto the static inputs.
       const auto staging = detail::innermost_capture()->launch_ring(op).stage(input_leaves, op);
@@ -217,7 +217,7 @@ public:
       detail::check(cudaMemcpyAsync(targets_.data(), targets.data(), sizeof(targets), cudaMemcpyHostToDevice, s),
                     "{}: staging table", op);
     [[maybe_unused]] std::size_t next = 0;
-    [[maybe_unused]] auto copy_sample = [&](std::size_t i, auto leaf) {
+    [[maybe_unused]] auto copy_sample = [&, this](std::size_t i, auto leaf) {
       detail::copy_leaf(targets[i].dst, leaf.data(), leaf.size_bytes(), s, op, "copying a sample into its static input");
     };
     (detail::visit_leaves(samples, next, copy_sample), ...);
@@ -268,8 +268,8 @@ public:
     // slot. A leaf that fails its check throws before the slot is published, so the slot,
     // written in part, is never seen by the device: the next call writes it afresh.
     std::uint64_t copies = 0;
-    graph_.replay_staged(stream, [&](std::span<unsigned long long> slot) {
-      [[maybe_unused]] auto stage_leaf = [&](std::size_t i, auto leaf) {
+    graph_.replay_staged(stream, [&, this](std::span<unsigned long long> slot) {
+      [[maybe_unused]] auto stage_leaf = [&, this](std::size_t i, auto leaf) {
         detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op, names_.leaf);
         if (checked_pool_) [[unlikely]]
           checked_pool_->check_read(leaf.data(), leaf.size_bytes(), op);

@@ -21,7 +21,10 @@ namespace cugraphs {
 enum class PerLaunch { Auto, Parameters, Ring };
 
 /// The most kernel nodes taking per-launch values for which PerLaunch::Auto chooses
-/// Parameters (each costs a node update on the host at every launch).
-inline constexpr unsigned kAutoParameterNodes = 4;
+/// Parameters. Each costs a node update on the host at every launch (0.47 to 0.56 us on the
+/// H200 machine), while the ring's head and tail cost the device about 6 to 7 us a launch
+/// (bench_suite's `rng` sweep, 2026-12-05): up to about 12 node updates the host pays less
+/// than the ring would cost the device.
+inline constexpr unsigned kAutoParameterNodes = 12;
 
 }  // namespace cugraphs

@@ -127,7 +127,7 @@ public:
               const A&... samples)
       : backward_fn_(std::move(bwd)), grad_sizes_(grad_sizes(samples...)) {
     std::apply(
-        [&](const auto&... staged) { fwd_.emplace(detail::BuildTag{}, std::move(fwd), opts, pool, staged...); },
+        [&, this](const auto&... staged) { fwd_.emplace(detail::BuildTag{}, std::move(fwd), opts, pool, staged...); },
         detail::staged_samples(samples...));
     fwd_->names_ = {"GraphedPair::forward", "GraphedPair", "input leaf"};
   }
@@ -251,7 +251,7 @@ private:
   void capture_backward(const GraphedOptions& opts, const PoolHandle& pool) {
     const auto& fwd_outputs = fwd_->static_outputs();
     const auto& staged = fwd_->static_inputs();
-    Values values = [&]<std::size_t... I>(std::index_sequence<I...>) {
+    Values values = [&, this]<std::size_t... I>(std::index_sequence<I...>) {
       return Values{detail::pick_arg<I, A...>(fwd_->f_.values, staged)...};
     }(std::index_sequence_for<A...>{});
     const GradOutputs sample = detail::as_const_tree(fwd_outputs.first);
@@ -262,7 +262,7 @@ private:
     bwd_->names_ = {"GraphedPair::backward", "GraphedPair", "incoming gradient leaf"};
     // The gradients' element types were checked at compile time; their sizes are known now.
     std::size_t next = 0;
-    [[maybe_unused]] auto check = [&](std::size_t i, auto leaf) {
+    [[maybe_unused]] auto check = [&, this](std::size_t i, auto leaf) {
       if (leaf.size() != grad_sizes_[i])
         detail::throw_misuse("make_graphed_pair", "the backward's gradient leaf {} has {} elements, but the "
                                                   "argument leaf it is the gradient of has {}",

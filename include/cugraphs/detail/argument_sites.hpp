@@ -299,7 +299,7 @@ private:
                                                           std::string_view op) const {
     cudaGraphNodeType t{};
     if (cudaGraphNodeGetType(node, &t) != cudaSuccess) return "a node whose type CUDA cannot say";
-    const auto inside = [&](cudaGraph_t body) -> std::optional<std::string> {
+    const auto inside = [&, this](cudaGraph_t body) -> std::optional<std::string> {
       for (cudaGraphNode_t n : graph_nodes(body, op))
         if (auto why = draw_elsewhere(n, true, conditionals, op)) return why;
       return std::nullopt;

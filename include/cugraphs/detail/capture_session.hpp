@@ -125,7 +125,7 @@ public:
     std::size_t depth = 0;
     for (const auto* c : tls_captures) depth += c->frames.open_frames().size();
     return conditional(
-        [&](ConditionalFrames& f) { return f.open(kind, source, bodies, depth, innermost_capture() == this, op); });
+        [&, this](ConditionalFrames& f) { return f.open(kind, source, bodies, depth, innermost_capture() == this, op); });
   }
 #endif
 

@@ -134,7 +134,7 @@ public:
     f.parent = now();
     f.stream = thread_stream(ThreadStream::Body, device_, depth);
     f.refresh = kind == ConditionalKind::While ? source.flag : nullptr;
-    building([&] {  // from here on a failure aborts the capture (a node may be half built)
+    building([&, this] {  // from here on a failure aborts the capture (a node may be half built)
       auto info = live_capture(f.parent, op);
       if (source.type == ConditionSource::Type::Handle) {
         if (source.graph != info.graph)
@@ -184,7 +184,7 @@ public:
     auto& f = innermost_open(id, op);
     if (index >= f.body_count) throw_misuse(op, "body {} is out of range: this node has {}", index, f.body_count);
     if (f.captured[index]) throw_misuse(op, "body {} was already captured", index);
-    building([&] {
+    building([&, this] {
       if (f.active >= 0) end_body(f, op);
       check_parent_untouched(f, op);
       begin_body(f, index, op);
@@ -194,7 +194,7 @@ public:
   // Closes frame `id`, which must be the innermost open one.
   void close(std::uint64_t id, std::string_view op) {
     auto& f = innermost_open(id, op);
-    building([&] {
+    building([&, this] {
       if (f.active >= 0) end_body(f, op);
       check_parent_untouched(f, op);
     });
@@ -276,7 +276,7 @@ private:
   // allocated with cudaMallocAsync: its graph, or a body of an open conditional node,
   // holds the allocation node.
   void check_flag_readable(const void* flag, std::string_view op) {
-    check_device_readable(flag, device_, op, "the flag pointer", [&] {
+    check_device_readable(flag, device_, op, "the flag pointer", [&, this] {
       // An invalidated capture has no graph to walk, and whether the flag is memory it
       // allocated cannot be told: the invalidation is the error to report.
       if (graph_allocates(live_capture(top_, op).graph, flag, op)) return true;

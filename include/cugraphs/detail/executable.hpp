@@ -209,7 +209,7 @@ public:
   void launch(cudaStream_t stream, PoolShare& pool, Stage&& stage, std::string_view op) {
     if (stream != checked_stream_ || !stream_checked_) [[unlikely]]
       check_stream(stream);
-    const auto go = [&] {
+    const auto go = [&, this] {
       if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
         throw_cuda(e, "Graph::replay (cudaGraphLaunch)");
     };

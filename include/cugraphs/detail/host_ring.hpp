@@ -135,7 +135,7 @@ public:
       return;
     }
     if (done() < posted_) {
-      report_in_destructor(op, [&] { return lost_message(posted_ - done()); });
+      report_in_destructor(op, [&, this] { return lost_message(posted_ - done()); });
       forget_posts();
     }
   }

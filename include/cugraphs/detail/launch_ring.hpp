@@ -179,7 +179,7 @@ public:
     if (sites_) {
       sites_->bind(exec, resolve);
       stage(sites_->staged());
-      guard([&] {
+      guard([&, this] {
         take_values();
         sites_->set_nodes(exec, taken_, op);
         go();
@@ -189,7 +189,7 @@ public:
     }
     unsigned long long* slot = ring_.next_slot(stream, op);
     stage(std::span<unsigned long long>(slot + 1 + 2 * uses_.size(), leaves_));
-    guard([&] {
+    guard([&, this] {
       take_values();
       for (std::size_t i = 0; i < uses_.size(); ++i) {
         slot[1 + 2 * i] = taken_[i].first;

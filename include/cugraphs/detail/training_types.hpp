@@ -167,7 +167,7 @@ struct ForwardFn {
   template <class... S>
   auto operator()(const S&... staged) {
     const auto st = std::forward_as_tuple(staged...);
-    auto call = [&]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
+    auto call = [&, this]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
       return std::invoke(fwd, pick_arg<I, A...>(values, st)...);
     };
     constexpr auto all = std::index_sequence_for<A...>{};
