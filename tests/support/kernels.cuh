@@ -51,14 +51,20 @@ __global__ void copy_kernel(float* dst, const float* src, std::size_t n) {
   if (i < n) dst[i] = src[i];
 }
 
-// Keeps one thread busy for about `ns` nanoseconds, then writes `value` to every element:
+// Keeps the first warp busy for about `ns` nanoseconds, then writes `value` to every element:
 // work queued after it on the same stream must see the write.
 __global__ void slow_fill_kernel(float* x, std::size_t n, float value, unsigned long long ns) {
-  if (threadIdx.x == 0) {
+  // The first warp waits as a whole (lane 0 reads the clock, every lane takes its reading)
+  // so that no warp reaches the barrier with some of its threads still spinning: synccheck
+  // reports a barrier reached by a divergent warp.
+  if (threadIdx.x < warpSize) {
+    const unsigned lanes = __activemask();
     unsigned long long start = 0, now = 0;
     asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    start = __shfl_sync(lanes, start, 0);
     do {
       asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+      now = __shfl_sync(lanes, now, 0);
     } while (now - start < ns);
   }
   __syncthreads();
