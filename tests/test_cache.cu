@@ -43,7 +43,9 @@ struct Model {
   std::vector<std::string>* log;
 
   DeviceBuffer<float> operator()(const int& rows) const {
-    log->push_back((cugraphs::is_current_stream_capturing() ? "c" : "e") + std::to_string(rows));
+    std::string entry(cugraphs::is_current_stream_capturing() ? "c" : "e");
+    entry += std::to_string(rows);  // not `"c" + std::string`: g++ 12 -O3 reports a false -Wrestrict there
+    log->push_back(entry);
     const std::size_t n = static_cast<std::size_t>(rows) * kWidth;
     const cudaStream_t s = cugraphs::current_stream();
     DeviceBuffer<float> tmp(n * kFan), out(n);

@@ -39,99 +39,33 @@ public:
   Graph() noexcept = default;
   ~Graph() { reset_noexcept(); }
   Graph(Graph&& o) noexcept { take(o); }
-  Graph& operator=(Graph&& o) noexcept {
-    if (this != &o) {
-      reset_noexcept();
-      take(o);
-    }
-    return *this;
-  }
+  Graph& operator=(Graph&& o) noexcept;
   Graph(const Graph&) = delete;
   Graph& operator=(const Graph&) = delete;
 
   /// Begins capturing on opts.stream (default: capture_stream() of the current device) into
   /// opts.pool (default: a fresh private pool). Until capture_end, DeviceBuffers made on
   /// this thread draw from that pool.
-  void capture_begin(const CaptureOptions& opts = {}) {
-    constexpr std::string_view op = "Graph::capture_begin";
-    if (is_capturing())
-      detail::throw_misuse(op, "this graph is already capturing; call capture_end() (or capture_abort()) before "
-                               "beginning another capture");
-    capture_abort();  // a capture a failed conditional scope aborted: let go of it
-    if (exec_.captured())
-      detail::throw_misuse(op, "this graph already holds a captured graph; call reset() before capturing again");
-    const auto [stream, device] = detail::capture_target(opts, op);
-    auto pool = opts.pool ? opts.pool->impl() : std::make_shared<detail::Pool>(device);
-    const bool guard =
-        opts.escapes == EscapeCheck::On || (opts.escapes == EscapeCheck::Auto && opts.mode == CaptureMode::Global);
-    capture_ = std::make_unique<detail::CaptureSession>(pool, stream, detail::to_cuda(opts.mode),
-                                                        detail::name(opts.mode), device, opts.instantiate,
-                                                        opts.device_launch, guard, this, op);
-    capture_->per_launch = opts.per_launch;
-    mode_ = opts.mode;
-    device_ = device;
-    moved_from_ = false;
-  }
+  void capture_begin(const CaptureOptions& opts = {});
 
   /// Ends the capture, instantiates the graph and uploads it: the one-time costs are paid
   /// here, not on the first replay (unless CaptureOptions::instantiate was false). On
   /// failure (an invalidated capture, unjoined work) the graph is left empty and reusable,
   /// and the Error says why.
-  void capture_end() {
-    constexpr std::string_view op = "Graph::capture_end";
-    if (!is_capturing()) detail::throw_misuse(op, "no capture is open on this graph; call capture_begin() first");
-    if (detail::innermost_capture() != capture_.get())
-      detail::throw_misuse(op, "this capture is not the innermost capture open on this thread; end captures on the "
-                               "thread that began them, innermost first");
-    if (const std::size_t n = open_conditionals(); n != 0)
-      detail::throw_misuse(op, "{} conditional scope(s) are still open; close them (innermost first) before ending "
-                               "the capture",
-                           n);
-    const std::uint64_t id = capture_->id;
-    const cudaStream_t stream = capture_->stream;
-    const bool instantiate_now = capture_->instantiate;
-    CUGRAPHS_TRY {
-      auto captured = capture_->end(op);
-      capture_.reset();
-      pool_ = std::move(captured.share);
-      exec_.hold(std::move(captured), id, stream, device_);
-      pool_.register_capture(id);
-    } CUGRAPHS_CATCH_ALL {
-      capture_.reset();
-      exec_.reset();
-      pool_.release();  // forgets the graph in a checked pool too
-      CUGRAPHS_RETHROW;
-    }
-    if (instantiate_now) instantiate();
-  }
+  void capture_end();
 
   /// Ends an open capture and discards it: the stream stops capturing and the graph is
   /// empty and reusable. Does nothing when no capture is open.
-  void capture_abort() noexcept {
-    if (!capture_) return;
-    if (capture_->is_open() && !capture_->on_this_thread()) {
-      capture_->abort();  // reports that the capture belongs to another thread, and leaves it open
-      return;
-    }
-    capture_.reset();  // aborts it, if open
-    pool_.release();
-  }
+  void capture_abort() noexcept;
 
   /// Instantiates and uploads the captured graph; does nothing once instantiated.
-  void instantiate() {
-    if (!exec_.captured()) not_replayable("Graph::instantiate");
-    exec_.instantiate();
-  }
+  void instantiate();
 
   /// Launches the executable on this thread's current_stream().
   void replay() { replay(current_stream()); }
 
   /// Launches the executable on `stream`, ordered after the work already queued there.
-  void replay(cudaStream_t stream) {
-    if (!exec_.instantiated()) [[unlikely]]
-      not_replayable("Graph::replay");
-    exec_.launch(stream, pool_, detail::no_inputs, "Graph::replay");
-  }
+  void replay(cudaStream_t stream);
 
   /// Replays with a graphed callable's inputs staged inside the graph: `stage(words)` writes
   /// this launch's input addresses, a word a leaf (0: not copied), and may throw first.
@@ -163,23 +97,7 @@ public:
   /// opts.reinstantiate_on_failure instantiates the capture instead. Once applied, this graph
   /// runs source's capture with its pool share and random-number state; `source` is left
   /// empty. Capture `source` with CaptureOptions::instantiate = false.
-  [[nodiscard]] UpdateResult update(Graph&& source, const UpdateOptions& opts = {}) {
-    constexpr std::string_view op = "Graph::update";
-    if (&source == this) detail::throw_misuse(op, "a graph cannot be updated from itself");
-    if (!exec_.instantiated()) not_replayable(op);
-    if (source.is_capturing()) detail::throw_misuse(op, "the source graph is still capturing; end its capture first");
-    if (!source.exec_.captured())
-      detail::throw_misuse(op, "the source graph holds no capture{}", source.moved_from_ ? " (it was moved from)" : "");
-    if (source.device_ != device_)
-      detail::throw_misuse(op, "the source graph was captured on device {}, but this graph runs on device {}",
-                           source.device_, device_);
-    UpdateResult r = exec_.update(source.exec_, opts);
-    if (r.applied()) {
-      pool_ = std::move(source.pool_);
-      mode_ = source.mode_;
-    }
-    return r;
-  }
+  [[nodiscard]] UpdateResult update(Graph&& source, const UpdateOptions& opts = {});
 
   /// Captures `fn` as this graph's own capture was made (its pool, mode and device), without
   /// instantiating it, and applies it with update(Graph&&, opts). `fn` takes the
@@ -220,23 +138,11 @@ public:
 
   /// The handle kernels launch this graph with (device_launch.hpp), for a graph captured with
   /// CaptureOptions::device_launch and instantiated.
-  [[nodiscard]] DeviceGraph device_graph() const {
-    constexpr std::string_view op = "Graph::device_graph";
-    if (!exec_.instantiated()) not_replayable(op);
-    if (!exec_.device_launch())
-      detail::throw_misuse(op, "the graph was not instantiated for launch from the device; capture it with "
-                               "CaptureOptions::device_launch = true");
-    return exec_.device_graph();
-  }
+  [[nodiscard]] DeviceGraph device_graph() const;
 
   /// Throws the first failure of a launch of this graph from the device since the last call
   /// (DeviceGraph records it), and forgets it: call it after synchronizing.
-  void check_device_launches() {
-    constexpr std::string_view op = "Graph::check_device_launches";
-    if (const cudaError_t e = exec_.take_device_status(op); e != cudaSuccess)
-      detail::throw_error(e, op, "a launch of this graph from the device failed: {} ({}); a kernel inside a graph must "
-                                 "launch it, and not while it runs", cudaGetErrorName(e), cudaGetErrorString(e));
-  }
+  void check_device_launches();
 
   /// Whether `node` was taken in the capture this graph runs (or was instantiated from).
   template <class... P>
@@ -247,23 +153,13 @@ public:
   /// Destroys the executable and the graph and lets go of the pool (whose memory returns
   /// to the device once nothing else holds it). An open capture is aborted. The graph can
   /// capture again afterwards.
-  void reset() {
-    if (is_capturing() && !capture_->on_this_thread())
-      detail::throw_misuse("Graph::reset", "this graph's capture was begun on another thread; end or abort it on "
-                                           "that thread first");
-    reset_noexcept();
-    moved_from_ = false;
-  }
+  void reset();
 
   /// The id of the pool this graph captured into.
   [[nodiscard]] std::uint64_t pool_id() const { return pool().id(); }
 
   /// The pool this graph captured into; pass it to another capture to share its memory.
-  [[nodiscard]] PoolHandle pool() const {
-    const auto& p = is_capturing() ? capture_->share.get() : pool_.get();
-    if (!p) not_replayable("Graph::pool");
-    return PoolHandle(p);
-  }
+  [[nodiscard]] PoolHandle pool() const;
 
   [[nodiscard]] cudaGraph_t native_graph() const noexcept { return exec_.graph(); }
   [[nodiscard]] cudaGraphExec_t native_exec() const noexcept { return exec_.exec(); }
@@ -278,10 +174,7 @@ public:
   [[nodiscard]] PerLaunch per_launch() const noexcept { return exec_.per_launch(); }
   /// How many nodes the captured graph has at its top level (a conditional node counts one;
   /// the per-launch ring's head and tail count too); 0 when nothing is captured.
-  [[nodiscard]] std::size_t node_count() const {
-    if (!exec_.captured()) return 0;
-    return exec_.with_graph([](cudaGraph_t g) { return detail::node_count(g, "Graph::node_count"); });
-  }
+  [[nodiscard]] std::size_t node_count() const;
   [[nodiscard]] CaptureMode mode() const noexcept { return mode_; }
 
   /// The stream capturing now: the innermost open conditional body, else the stream the
@@ -322,33 +215,13 @@ public:
   void enable_debug_mode() noexcept { debug_ = true; }
 
   /// Writes the captured graph as a Graphviz DOT file (needs enable_debug_mode()).
-  void debug_dump(const std::string& path) const {
-    constexpr std::string_view op = "Graph::debug_dump";
-    if (!debug_) detail::throw_misuse(op, "debug mode is off; call enable_debug_mode() first");
-    if (!exec_.captured()) not_replayable(op);
-    exec_.with_graph([&](cudaGraph_t g) { detail::write_dot(g, path, op); });
-  }
+  void debug_dump(const std::string& path) const;
 
 private:
-  [[noreturn]] void not_replayable(std::string_view op) const {
-    if (moved_from_)
-      detail::throw_misuse(op, "this Graph was moved from; use the Graph it was moved to, or capture into this one "
-                               "again");
-    if (is_capturing()) detail::throw_misuse(op, "the graph is still capturing; call capture_end() first");
-    if (exec_.captured())
-      detail::throw_misuse(op, "the graph was captured but is not instantiated (CaptureOptions::instantiate was "
-                               "false, or instantiation failed); call instantiate() or reset()");
-    detail::throw_misuse(op, "nothing has been captured into this graph; capture it first (capture_begin/"
-                             "capture_end, CaptureScope or capture())");
-  }
+  [[noreturn]] void not_replayable(std::string_view op) const;
 
   // The open capture, for the seed's conditional members.
-  detail::CaptureSession& session(std::string_view op) {
-    if (!is_capturing())
-      detail::throw_misuse(op, "no capture is open on this graph: a conditional scope must be opened inside a "
-                               "capture (CaptureScope, or between capture_begin and capture_end)");
-    return *capture_;
-  }
+  detail::CaptureSession& session(std::string_view op);
 
   template <class... P>
   void apply_kernel_args(const KernelNode<P...>& node, typename KernelNode<P...>::Arguments values,
@@ -361,30 +234,9 @@ private:
     *node.args_ = std::move(values);  // copies of the node share what the executable runs
   }
 
-  void reset_noexcept() noexcept {
-    if (is_capturing() && !capture_->on_this_thread()) {
-      // Destroyed on another thread while capturing: the capturing thread still refers to
-      // the session, so it is left alive (a small leak) rather than freed under it.
-      detail::report_in_destructor(cudaErrorStreamCaptureWrongThread,
-                                   "Graph destroyed on another thread than its open capture's");
-      (void)capture_.release();
-    }
-    capture_abort();
-    exec_.reset();
-    pool_.release();
-  }
+  void reset_noexcept() noexcept;
 
-  void take(Graph& o) noexcept {
-    exec_ = std::move(o.exec_);
-    pool_ = std::move(o.pool_);
-    capture_ = std::move(o.capture_);
-    if (capture_) capture_->owner = this;  // scopes open on the capture follow the move
-    mode_ = o.mode_;
-    device_ = o.device_;
-    debug_ = o.debug_;
-    moved_from_ = false;
-    o.moved_from_ = true;
-  }
+  void take(Graph& o) noexcept;
 
   detail::Executable exec_;                          // the captured graph, its executable, ring and updates
   detail::PoolShare pool_;                           // the pool captured into
@@ -398,3 +250,7 @@ private:
 }  // namespace cugraphs
 
 #include <cugraphs/capture_scope.hpp>  // CaptureScope, capture(), export_dot, Graph's members that capture
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/capture.ipp>
+#endif

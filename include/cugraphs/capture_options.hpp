@@ -75,27 +75,12 @@ struct CaptureTarget {
   cudaStream_t stream;
   int device;
 };
-[[nodiscard]] inline CaptureTarget capture_target(const CaptureOptions& opts, std::string_view op) {
-  const int device = current_device();
-  if (opts.pool && opts.pool->device() != device)
-    throw_misuse(op, "the pool (id {}) belongs to device {} but device {} is current; make the pool's device "
-                     "current, or use a pool of this device",
-                 opts.pool->id(), opts.pool->device(), device);
-  if (opts.stream == cudaStreamLegacy)
-    throw_error(cudaErrorStreamCaptureImplicit, op, "the legacy default stream cannot capture. Remedy: leave "
-                "CaptureOptions::stream null to capture on capture_stream(), or pass a Stream you created");
-  const cudaStream_t stream = opts.stream != nullptr ? opts.stream : capture_stream(device);
-  if (cugraphs::is_capturing(stream))
-    throw_misuse(op, "the stream is already capturing (captures cannot nest on one stream); end that capture "
-                     "first, or capture on another stream");
-  // Another capture may be open on this thread; the query does not invalidate it.
-  if (const int d = stream_device(stream, op); d != device)
-    throw_misuse(op, "the stream belongs to device {} but device {} is current; make the stream's device current "
-                     "before capturing",
-                 d, device);
-  return {stream, device};
-}
+[[nodiscard]] CaptureTarget capture_target(const CaptureOptions& opts, std::string_view op);
 
 }  // namespace detail
 
 }  // namespace cugraphs
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/capture_options.ipp>
+#endif

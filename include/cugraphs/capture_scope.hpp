@@ -25,70 +25,26 @@ namespace cugraphs {
 /// follows its capture: moving the Graph while the scope is open is fine.
 class CaptureScope {
 public:
-  explicit CaptureScope(Graph& graph, const CaptureOptions& opts = {})
-      : graph_(&graph), uncaught_(std::uncaught_exceptions()) {
-    graph.capture_begin(opts);
-    detail::CaptureSession& s = *detail::innermost_capture();  // the capture just begun
-    capture_id_ = s.id;
-    s.streams.push(s.stream);
-  }
+  explicit CaptureScope(Graph& graph, const CaptureOptions& opts = {});
 
-  ~CaptureScope() noexcept(false) {
-    if (!open_) return;
-    if (std::uncaught_exceptions() > uncaught_) {
-      abort();
-    } else {
-      end();
-    }
-  }
+  ~CaptureScope() noexcept(false);
 
   CaptureScope(const CaptureScope&) = delete;
   CaptureScope& operator=(const CaptureScope&) = delete;
 
   /// The stream capturing now: the innermost open conditional body, else the capture stream
   /// (nullptr once the capture has ended).
-  [[nodiscard]] cudaStream_t stream() const noexcept {
-    const auto* s = session();
-    return s != nullptr ? s->now() : nullptr;
-  }
+  [[nodiscard]] cudaStream_t stream() const noexcept;
   /// The graph capturing (the one it was moved to, if it moved).
-  [[nodiscard]] Graph& graph() const noexcept {
-    const auto* s = session();
-    return s != nullptr ? *s->owner : *graph_;
-  }
+  [[nodiscard]] Graph& graph() const noexcept;
   [[nodiscard]] PoolHandle pool() const { return graph().pool(); }
 
   /// Ends the capture and instantiates now. After a failure the scope is closed and the
   /// graph empty and reusable.
-  void end() {
-    constexpr std::string_view op = "CaptureScope::end";
-    if (!open_) detail::throw_misuse(op, "the scope has already ended");
-    detail::CaptureSession* s = session();
-    if (s == nullptr) {
-      open_ = false;
-      detail::throw_misuse(op, "the capture was aborted or ended outside the scope (an exception left a "
-                               "conditional scope, or capture_abort(), capture_end() or reset() was called)");
-    }
-    if (const std::size_t n = s->frames.open_frames().size(); n != 0)  // the scope stays open
-      detail::throw_misuse(op, "{} conditional scope(s) are still open; close them (innermost first) "
-                               "before ending the capture",
-                           n);
-    open_ = false;
-    s->streams.pop();
-    graph_ = s->owner;
-    graph_->capture_end();
-  }
+  void end();
 
   /// Aborts the capture now: the partial graph is discarded and the graph left empty.
-  void abort() noexcept {
-    if (!open_) return;
-    detail::CaptureSession* s = session();
-    open_ = false;
-    if (s != nullptr) {
-      graph_ = s->owner;
-      graph_->capture_abort();  // restores the current stream this scope found
-    }
-  }
+  void abort() noexcept;
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   /// A condition made now, before its node: kernels captured from here on set it
@@ -183,11 +139,10 @@ UpdateResult Graph::capture_or_update(F&& fn, const CaptureOptions& opts) {
 }
 
 /// Writes the most recently completed capture (on any thread) as a Graphviz DOT file.
-inline void export_dot(const std::string& path) {
-  const auto g = detail::LastCapture::instance().get();
-  if (!g) detail::throw_misuse("export_dot", "no capture has completed yet");
-  std::lock_guard lock(g->m);  // its Graph may be instantiating it on another thread
-  detail::write_dot(g->graph, path, "export_dot");
-}
+void export_dot(const std::string& path);
 
 }  // namespace cugraphs
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/capture_scope.ipp>
+#endif

@@ -35,6 +35,32 @@
 #  define CUGRAPHS_RETHROW ::std::abort()
 #endif
 
+/// cugraphs is header-only unless CUGRAPHS_SEPARATE_COMPILATION is defined (the Meson
+/// dependency defines it): then the bodies of its non-template host functions are compiled
+/// once, into the cugraphs library (src/cugraphs.cu), instead of in every translation unit
+/// that includes a header. Every translation unit of a program must agree.
+#if defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  define CUGRAPHS_INLINE
+#else
+#  define CUGRAPHS_INLINE inline
+#endif
+
+#if defined(CUGRAPHS_SEPARATE_COMPILATION)
+namespace cugraphs::detail {
+// The compiled library defines the tag of the exception setting it was built with
+// (src/cugraphs.cpp): a translation unit built with the other setting fails to link, naming
+// the tag, instead of having errors thrown through code built without exceptions.
+#  if CUGRAPHS_EXCEPTIONS
+extern const int separate_compilation_with_exceptions;
+[[maybe_unused, gnu::used]] static const int* const separate_compilation_tag = &separate_compilation_with_exceptions;
+#  else
+extern const int separate_compilation_without_exceptions;
+[[maybe_unused, gnu::used]] static const int* const separate_compilation_tag =
+    &separate_compilation_without_exceptions;
+#  endif
+}  // namespace cugraphs::detail
+#endif
+
 #define CUGRAPHS_VERSION_MAJOR 0
 #define CUGRAPHS_VERSION_MINOR 1
 #define CUGRAPHS_VERSION_PATCH 0

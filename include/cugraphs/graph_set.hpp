@@ -106,37 +106,11 @@ public:
 
   /// Replays every graph on its own stream (stream(i)), in device order; returns without
   /// waiting.
-  void replay() {
-    constexpr std::string_view op = "GraphSet::replay";
-    if (members_.empty()) detail::throw_misuse(op, "nothing has been captured into this set; call capture() first");
-    for (auto& m : members_) {
-      detail::DeviceGuard on(m.device);
-      m.graph.replay(m.stream);
-    }
-  }
+  void replay();
 
   /// Replays graph i on streams[i], which must belong to device(i). Every stream is checked
   /// before anything is launched.
-  void replay(std::span<const cudaStream_t> streams) {
-    constexpr std::string_view op = "GraphSet::replay";
-    if (members_.empty()) detail::throw_misuse(op, "nothing has been captured into this set; call capture() first");
-    if (streams.size() != members_.size())
-      detail::throw_misuse(op, "{} streams were given for {} graphs; pass one stream per device, in the set's "
-                               "order",
-                           streams.size(), members_.size());
-    for (std::size_t i = 0; i < streams.size(); ++i) {
-      detail::DeviceGuard on(members_[i].device);
-      const int d = detail::stream_device(streams[i], op);
-      if (d != members_[i].device)
-        detail::throw_misuse(op, "stream {} belongs to device {} but graph {} was captured on device {}; nothing "
-                                 "was launched",
-                             i, d, i, members_[i].device);
-    }
-    for (std::size_t i = 0; i < streams.size(); ++i) {
-      detail::DeviceGuard on(members_[i].device);
-      members_[i].graph.replay(streams[i]);
-    }
-  }
+  void replay(std::span<const cudaStream_t> streams);
 
   /// Waits until every graph's own stream has finished its work.
   void synchronize() {
@@ -144,10 +118,7 @@ public:
   }
 
   /// Discards every graph (waiting for their own streams first).
-  void reset() {
-    for (auto& m : members_) m.stream.synchronize();
-    members_.clear();
-  }
+  void reset();
 
   [[nodiscard]] std::size_t size() const noexcept { return members_.size(); }
   [[nodiscard]] bool empty() const noexcept { return members_.empty(); }
@@ -165,42 +136,18 @@ private:
     Stream stream;  // captures and replays the graph
   };
 
-  [[nodiscard]] const Member& at(std::size_t i, std::string_view op) const {
-    if (i >= members_.size()) detail::throw_misuse(op, "index {} is out of range: the set holds {} graphs", i, members_.size());
-    return members_[i];
-  }
+  [[nodiscard]] const Member& at(std::size_t i, std::string_view op) const;
   [[nodiscard]] Member& at(std::size_t i, std::string_view op) {
     return const_cast<Member&>(std::as_const(*this).at(i, op));
   }
 
-  static std::vector<int> chosen_devices(const GraphSetOptions& opts, std::string_view op) {
-    const int count = detail::device_count();
-    std::vector<int> devices = opts.devices;
-    if (devices.empty())
-      for (int d = 0; d < count; ++d) devices.push_back(d);
-    if (devices.empty()) detail::throw_cuda(cudaErrorNoDevice, detail::format("{}: no CUDA device is visible", op));
-    for (std::size_t i = 0; i < devices.size(); ++i) {
-      if (devices[i] < 0 || devices[i] >= count)
-        detail::throw_misuse(op, "device {} does not exist ({} device{} visible)", devices[i], count,
-                             count == 1 ? " is" : "s are");
-      if (std::find(devices.begin(), devices.begin() + static_cast<std::ptrdiff_t>(i), devices[i]) !=
-          devices.begin() + static_cast<std::ptrdiff_t>(i))
-        detail::throw_misuse(op, "device {} is listed twice; a set holds one graph per device", devices[i]);
-    }
-    if (!opts.pools.empty()) {
-      if (opts.pools.size() != devices.size())
-        detail::throw_misuse(op, "{} pools were given for {} devices; give one pool per device, or none",
-                             opts.pools.size(), devices.size());
-      for (std::size_t i = 0; i < devices.size(); ++i)
-        if (opts.pools[i].device() != devices[i])
-          detail::throw_misuse(op, "pool {} belongs to device {} but device {} captures into it; make each pool "
-                                   "on its device",
-                               i, opts.pools[i].device(), devices[i]);
-    }
-    return devices;
-  }
+  static std::vector<int> chosen_devices(const GraphSetOptions& opts, std::string_view op);
 
   std::vector<Member> members_;
 };
 
 }  // namespace cugraphs
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/graph_set.ipp>
+#endif

@@ -99,11 +99,7 @@ template <class... P, class... G>
   requires(sizeof...(P) == sizeof...(G))
 inline constexpr bool accepts_v<std::tuple<P...>, std::tuple<G...>> = (std::is_convertible_v<G, P> && ...);
 
-inline void check_sample_leaf(std::string_view op, std::size_t i, const void* data, std::size_t size, int device) {
-  if (size == 0) return;
-  if (data == nullptr) throw_misuse(op, "sample leaf {} is a null pointer with {} elements", i, size);
-  check_device_readable(data, device, op, detail::format("sample leaf {}", i));
-}
+void check_sample_leaf(std::string_view op, std::size_t i, const void* data, std::size_t size, int device);
 
 // What a warm-up needs before f runs eagerly on the samples: a sane count, no open capture,
 // and samples kernels can read.
@@ -389,3 +385,7 @@ template <class... Fs, class... Samples>
 }
 
 }  // namespace cugraphs
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/graphed.ipp>
+#endif

@@ -40,24 +40,7 @@ namespace detail {
 // Refuses a programmatic launch of a kernel whose code was compiled below compute capability
 // 9.0 (PTX JIT-compiled on a newer device, say): pdl::wait() is compiled out there, so the
 // kernel would read its predecessor's output before it is written. Asked once per kernel.
-inline void check_programmatic(const void* kernel, std::string_view op) {
-  thread_local std::vector<std::pair<const void*, int>> seen;
-  int ptx = -1;
-  for (const auto& [k, v] : seen)
-    if (k == kernel) ptx = v;
-  if (ptx < 0) {
-    RelaxedCaptureMode relaxed;  // a query, but one that must not risk a capture
-    cudaFuncAttributes attributes{};
-    check(cudaFuncGetAttributes(&attributes, kernel), "{}: cudaFuncGetAttributes", op);
-    ptx = attributes.ptxVersion;
-    seen.emplace_back(kernel, ptx);
-  }
-  if (ptx < 90)
-    throw_misuse(op, "a programmatic launch of a kernel compiled for compute capability {}.{}: pdl::wait() is compiled "
-                     "out below 9.0, so the kernel would read its predecessor's output before it is written. Build "
-                     "it for sm_90 or newer, or launch it without LaunchConfig::programmatic",
-                 ptx / 10, ptx % 10);
-}
+void check_programmatic(const void* kernel, std::string_view op);
 
 // cudaLaunchKernelEx with `config`'s attributes; with `updatable`, the captured node is made
 // device-updatable and its handle written there.
@@ -176,3 +159,7 @@ __device__ inline void trigger() {
 #endif
 
 }  // namespace cugraphs
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/launch.ipp>
+#endif

@@ -68,11 +68,7 @@ struct PoolOptions {
 };
 
 /// A new graph-private pool on `device`, for graphs that should share memory.
-[[nodiscard]] inline PoolHandle graph_pool_handle(int device, const PoolOptions& opts = {}) {
-  if (device < 0 || device >= detail::device_count())
-    detail::throw_cuda(cudaErrorInvalidDevice, detail::format("graph_pool_handle({}): no such device", device));
-  return PoolHandle(std::make_shared<detail::Pool>(device, opts.checked));
-}
+[[nodiscard]] PoolHandle graph_pool_handle(int device, const PoolOptions& opts = {});
 
 /// A new graph-private pool on the current device.
 [[nodiscard]] inline PoolHandle graph_pool_handle(const PoolOptions& opts = {}) {
@@ -222,3 +218,7 @@ template <class T = std::byte>
 }
 
 }  // namespace cugraphs
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/memory.ipp>
+#endif

@@ -187,15 +187,7 @@ void with_kernel_params(cudaKernelNodeParams launch, std::tuple<T...>& values, F
 // Whether a kernel node's function (as cudaGraphKernelNodeGetParams gives it back) is the
 // __global__ function `kernel`: the runtime may return the function's host handle, its
 // driver function or its cudaKernel_t.
-[[nodiscard]] inline bool same_kernel(const void* node_func, const void* kernel) noexcept {
-  if (node_func == kernel) return true;
-  cudaFunction_t f = nullptr;
-  if (cudaGetFuncBySymbol(&f, kernel) == cudaSuccess && node_func == static_cast<const void*>(f)) return true;
-  cudaKernel_t k = nullptr;
-  if (cudaGetKernel(&k, kernel) == cudaSuccess && node_func == static_cast<const void*>(k)) return true;
-  (void)cudaGetLastError();
-  return false;
-}
+[[nodiscard]] bool same_kernel(const void* node_func, const void* kernel) noexcept;
 
 // A kernel node's arguments as its parameters' values, read from the node's parameter
 // pointers (kernel parameters are trivially copyable).
@@ -278,3 +270,7 @@ template <class... P>
 }
 
 }  // namespace cugraphs
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/update.ipp>
+#endif

@@ -40,6 +40,20 @@ cmake --build "$work/cmake" >"$work/cmake-build.log" 2>&1 || { cat "$work/cmake-
 
 echo "== no-exceptions consumer"
 mkdir -p "$work/noexc"
+# Against the compiled part, built with exceptions, it must fail to link, naming the tag.
+# shellcheck disable=SC2086
+g++ -std=c++20 -fno-exceptions $cflags -isystem "$(dirname "$nvcc_bin")/../include" \
+  -c "$src/tests/consumers/noexcept/main.cpp" -o "$work/noexc/mixed.o"
+# shellcheck disable=SC2086
+if out=$(nvcc "$work/noexc/mixed.o" "$work/pc/kernels.o" -L"$cuda_lib" $libs -o "$work/noexc/mixed" 2>&1) ||
+   [[ $out != *separate_compilation_without_exceptions* ]]; then
+  echo "FAIL: a -fno-exceptions unit linked against the compiled part built with exceptions:"; echo "$out" | head
+  exit 1
+fi
+echo "mixed exception settings: refused at link time (separate_compilation_without_exceptions)"
+# The header-only package is the one for code built without exceptions.
+cflags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags cugraphs-header-only)
+libs=$(PKG_CONFIG_PATH=$pc_dir pkg-config --libs cugraphs-header-only)
 # shellcheck disable=SC2086
 g++ -std=c++20 -fno-exceptions -Wall -Wextra -Wpedantic -Wconversion -Wshadow -Werror $cflags \
   -isystem "$(dirname "$nvcc_bin")/../include" -c "$src/tests/consumers/noexcept/main.cpp" -o "$work/noexc/main.o"

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Every public header compiles alone, with consumers' strict warnings as errors, under each
-# host compiler found (g++, clang++) and under nvcc; the device-only header refuses host
+# host compiler found (g++, clang++) and under nvcc, and with CUGRAPHS_SEPARATE_COMPILATION
+# (declarations only) under the first; the device-only header refuses host
 # compilers with its own message.
 # Usage: check.sh INCLUDE_DIR WORK_DIR
 set -uo pipefail
@@ -50,6 +51,15 @@ check_one() {
       echo "FAIL: $h alone under $c:"; echo "$out" | head -20; failed=$((failed + 1))
     fi
   done
+  # Declarations alone, as the Meson dependency compiles them (CUGRAPHS_SEPARATE_COMPILATION).
+  if [[ $h != cugraphs/device_dispatch.hpp && ${#compilers[@]} -gt 0 ]]; then
+    checked=$((checked + 1))
+    if ! out=$("${compilers[0]}" -std=c++20 -fsyntax-only "${warnings[@]}" -DCUGRAPHS_SEPARATE_COMPILATION -I"$inc" \
+        -isystem "$cuda_inc" "$work/$name.cpp" 2>&1); then
+      echo "FAIL: $h alone under ${compilers[0]} with CUGRAPHS_SEPARATE_COMPILATION:"; echo "$out" | head -20
+      failed=$((failed + 1))
+    fi
+  fi
   checked=$((checked + 1))
   # nvcc's own generated host code trips -Wpedantic, so that one is left to the host compilers.
   if ! out=$("$nvcc_bin" -std=c++20 -c -o "$work/$name.o" -I"$inc" -Xcompiler=-Wall,-Wextra,-Wconversion,-Wshadow,-Werror \

@@ -21,10 +21,7 @@
 namespace cugraphs::detail {
 
 // Ids of captures and of conditional frames: unique in the process, never 0.
-[[nodiscard]] inline std::uint64_t next_capture_id() noexcept {
-  static std::atomic<std::uint64_t> counter{0};
-  return ++counter;
-}
+[[nodiscard]] std::uint64_t next_capture_id() noexcept;
 
 enum class ConditionalKind { If, While, IfElse, Switch };
 
@@ -101,10 +98,7 @@ public:
   void mend() noexcept { broken_ = false; }
 
   // The stream capturing now: the innermost open body, else the capture's own stream.
-  [[nodiscard]] cudaStream_t now() const noexcept {
-    if (frames_.empty()) return top_;
-    return frames_.back().active < 0 ? frames_.back().parent : frames_.back().stream;
-  }
+  [[nodiscard]] cudaStream_t now() const noexcept;
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   // Adds a conditional node where the capture stands and begins capturing its first body
@@ -231,14 +225,7 @@ public:
 
   // Ends every open body capture (their graphs belong to their nodes) and forgets the frames:
   // the first step of aborting the capture.
-  void abandon() noexcept {
-    for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
-      if (it->active < 0) continue;
-      cudaGraph_t body = nullptr;
-      (void)cudaStreamEndCapture(it->stream, &body);
-    }
-    frames_.clear();
-  }
+  void abandon() noexcept;
 
 private:
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
@@ -331,3 +318,7 @@ private:
 };
 
 }  // namespace cugraphs::detail
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/conditional_frames.ipp>
+#endif

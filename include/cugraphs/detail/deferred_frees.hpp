@@ -15,27 +15,12 @@ namespace cugraphs::detail {
 // capture has ended.
 class DeferredFrees {
 public:
-  static DeferredFrees& instance() {
-    static DeferredFrees* d = new DeferredFrees;  // outlives every static user at exit
-    return *d;
-  }
+  static DeferredFrees& instance();
 
-  void add(void* p, cudaStream_t stream) {
-    std::lock_guard lock(m_);
-    pending_.push_back({p, stream});
-  }
+  void add(void* p, cudaStream_t stream);
 
   // Frees every pending pointer whose stream is no longer capturing.
-  void drain() noexcept {
-    std::lock_guard lock(m_);
-    std::erase_if(pending_, [](const Entry& e) {
-      cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-      if (cudaStreamIsCapturing(e.stream, &st) == cudaSuccess && st != cudaStreamCaptureStatusNone)
-        return false;
-      report_in_destructor(cudaFreeAsync(e.ptr, e.stream), "cudaFreeAsync (deferred past a capture)");
-      return true;
-    });
-  }
+  void drain() noexcept;
 
 private:
   struct Entry {
@@ -47,3 +32,7 @@ private:
 };
 
 }  // namespace cugraphs::detail
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/deferred_frees.ipp>
+#endif

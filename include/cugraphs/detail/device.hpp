@@ -14,50 +14,18 @@
 
 namespace cugraphs::detail {
 
-[[nodiscard]] inline int current_device() {
-  int d = 0;
-  check(cudaGetDevice(&d), "cudaGetDevice");
-  return d;
-}
+[[nodiscard]] int current_device();
 
-[[nodiscard]] inline int device_count() noexcept {
-  int n = 0;
-  if (cudaGetDeviceCount(&n) != cudaSuccess) {
-    (void)cudaGetLastError();  // leave no stale error behind on machines without a GPU
-    return 0;
-  }
-  return n;
-}
+[[nodiscard]] int device_count() noexcept;
 
 // True when this thread has a current CUDA context. Asks the driver (cuCtxGetCurrent)
 // through the runtime's entry-point query, which creates no context.
-[[nodiscard]] inline bool thread_has_context() noexcept {
-  using CtxGetCurrent = int (*)(void**);
-  static const CtxGetCurrent get = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 4000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      fn = nullptr;
-    }
-    return reinterpret_cast<CtxGetCurrent>(fn);
-  }();
-  void* ctx = nullptr;
-  return get != nullptr && get(&ctx) == 0 && ctx != nullptr;
-}
+[[nodiscard]] bool thread_has_context() noexcept;
 
 // Makes `device` current for a scope and restores the previous one.
 class DeviceGuard {
 public:
-  explicit DeviceGuard(int device) {
-    check(cudaGetDevice(&previous_), "cudaGetDevice");
-    if (previous_ != device) {
-      check(cudaSetDevice(device), "cudaSetDevice");
-      switched_ = true;
-    }
-  }
+  explicit DeviceGuard(int device);
   ~DeviceGuard() {
     if (switched_) report_in_destructor(cudaSetDevice(previous_), "cudaSetDevice (restoring the device)");
   }
@@ -90,13 +58,7 @@ private:
 
 // The device `stream` belongs to: the current device for a default stream. The query runs
 // in relaxed capture mode, so an open capture on this thread goes on.
-[[nodiscard]] inline int stream_device(cudaStream_t stream, std::string_view op) {
-  if (is_default_stream(stream)) return current_device();
-  int device = 0;
-  RelaxedCaptureMode relaxed;
-  check(cudaStreamGetDevice(stream, &device), "{}: cudaStreamGetDevice (is the stream alive?)", op);
-  return device;
-}
+[[nodiscard]] int stream_device(cudaStream_t stream, std::string_view op);
 
 // Refuses a pointer that kernels on `device` cannot read because it is plain (pageable,
 // unregistered) host memory, or no allocation at all: a kernel reading it would fault and
@@ -130,36 +92,13 @@ inline void check_device_readable(const void* p, int device, std::string_view op
 
 // Waits until `device` has finished all its work, in relaxed capture mode (a capture open on
 // this thread goes on), leaving the current device as it was. Returns the wait's error.
-[[nodiscard]] inline cudaError_t synchronize_device(int device) noexcept {
-  RelaxedCaptureMode relaxed;
-  int current = device;
-  cudaError_t e = cudaGetDevice(&current);
-  const bool switched = e == cudaSuccess && current != device;
-  if (switched) e = cudaSetDevice(device);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  if (switched) (void)cudaSetDevice(current);
-  return e;
-}
+[[nodiscard]] cudaError_t synchronize_device(int device) noexcept;
 
 // `bytes` of device memory of the current device owned by the library itself (state a
 // graph keeps across replays). Not from a graph pool on purpose: a pool hands blocks that
 // earlier graphs use as temporaries to later captures, and replaying those graphs would
 // overwrite the state. Safe to call while a capture is open on this thread.
-[[nodiscard]] inline std::shared_ptr<void> private_device_memory(std::size_t bytes, std::string_view what) {
-  RelaxedCaptureMode relaxed;
-  const int device = current_device();
-  void* p = nullptr;
-  check(cudaMalloc(&p, bytes), "{}: cudaMalloc of {} bytes", what, bytes);
-  return std::shared_ptr<void>(p, [device](void* q) {
-    CUGRAPHS_TRY {
-      DeviceGuard on(device);
-      RelaxedCaptureMode relaxed_free;
-      report_in_destructor(cudaFree(q), "cudaFree (library state)");
-    } CUGRAPHS_CATCH_ALL {  // a deleter must not throw (formatting the message could)
-      report_in_destructor(caught_code(), "freeing library state");
-    }
-  });
-}
+[[nodiscard]] std::shared_ptr<void> private_device_memory(std::size_t bytes, std::string_view what);
 
 // `count` T of library-owned device memory (see private_device_memory).
 template <class T>
@@ -177,3 +116,7 @@ private:
 };
 
 }  // namespace cugraphs::detail
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/device.ipp>
+#endif

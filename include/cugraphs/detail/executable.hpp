@@ -38,13 +38,7 @@ public:
   Executable() = default;
   ~Executable() { reset(); }
   Executable(Executable&& o) noexcept { take(o); }
-  Executable& operator=(Executable&& o) noexcept {
-    if (this != &o) {
-      reset();
-      take(o);
-    }
-    return *this;
-  }
+  Executable& operator=(Executable&& o) noexcept;
   Executable(const Executable&) = delete;
   Executable& operator=(const Executable&) = delete;
 
@@ -59,146 +53,29 @@ public:
 
   // Takes the graph capture `id` produced on `stream` (device `device`), readied for its
   // per-launch values (LaunchRing::attach). On failure this holds nothing.
-  void hold(Captured&& c, std::uint64_t id, cudaStream_t stream, int device) {
-    graph_ = std::make_shared<NativeGraph>(c.graph);
-    upload_stream_ = stream;
-    device_ = device;
-    CUGRAPHS_TRY {
-      if (c.ring)
-        c.ring->attach(graph_->graph, stream, {c.updatable_nodes, c.conditionals}, "Graph::capture_end (per-launch values)");
-    } CUGRAPHS_CATCH_ALL {
-      graph_.reset();
-      CUGRAPHS_RETHROW;
-    }
-    ring_ = std::move(c.ring);
-    keep_alive_.insert(keep_alive_.end(), c.keep_alive.begin(), c.keep_alive.end());
-    current_capture_ = id;
-    device_launch_ = c.device_launch;
-    updatable_nodes_ = c.updatable_nodes;
-    per_launch_asked_ = c.per_launch;
-    LastCapture::instance().set(graph_);
-  }
+  void hold(Captured&& c, std::uint64_t id, cudaStream_t stream, int device);
 
   // Instantiates and uploads the graph held; does nothing once instantiated.
-  void instantiate() {
-    constexpr std::string_view op = "Graph::instantiate";
-    if (exec_ != nullptr) return;
-    DeviceGuard on(device_);
-    // An enclosing capture may be open on this thread; instantiating and waiting for the
-    // upload must not invalidate it.
-    RelaxedCaptureMode relaxed;
-    cudaGraphInstantiateParams params{};
-    // A graph for device launch cannot free its allocations on relaunch (and holds none).
-    params.flags = cudaGraphInstantiateFlagUpload |
-                   (device_launch_ ? cudaGraphInstantiateFlagDeviceLaunch : cudaGraphInstantiateFlagAutoFreeOnLaunch);
-    params.uploadStream = upload_stream_;
-    cudaGraphExec_t exec = nullptr;
-    std::shared_ptr<void> status;
-    {
-      std::lock_guard lock(graph_->m);  // export_dot may be reading the graph on another thread
-      if (device_launch_) status = check_device_launchable(op);
-      const cudaError_t e = cudaGraphInstantiateWithParams(&exec, graph_->graph, &params);
-      if (e != cudaSuccess || params.result_out != cudaGraphInstantiateSuccess) {
-        if (e != cudaSuccess) (void)cudaGetLastError();
-        raise(Error(e != cudaSuccess ? e : cudaErrorInvalidValue, instantiate_failure(e, params, graph_->graph)));
-      }
-    }
-    if (const cudaError_t s = cudaStreamSynchronize(upload_stream_); s != cudaSuccess) {
-      report_in_destructor(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
-      throw_cuda(s, format("{}: waiting for the upload (cudaStreamSynchronize)", op));
-    }
-    exec_ = exec;
-    status_ = std::move(status);
-    instantiated_capture_ = current_capture_;  // graph_'s nodes name the executable's
-  }
+  void instantiate();
 
   [[nodiscard]] bool device_launch() const noexcept { return device_launch_; }
   // The handle kernels launch this executable with (instantiated for device launch).
   // Kernels and DeviceDispatch keep it: from then on this executable is never replaced.
-  [[nodiscard]] DeviceGraph device_graph() const noexcept {
-    handed_out_ = true;
-    return {exec_, static_cast<int*>(status_.get())};
-  }
+  [[nodiscard]] DeviceGraph device_graph() const noexcept;
   // The first failure of a device-side launch since the last call (cudaSuccess for none),
   // cleared. Call it once the launches in question have been waited for.
-  [[nodiscard]] cudaError_t take_device_status(std::string_view op) {
-    if (!status_) return cudaSuccess;
-    int word = 0;
-    take_words(static_cast<int*>(status_.get()), &word, 1, device_, op);
-    return static_cast<cudaError_t>(word);
-  }
+  [[nodiscard]] cudaError_t take_device_status(std::string_view op);
 
   // Applies the capture `source` holds to this executable (cudaGraphExecUpdate); where it
   // cannot be updated in place, says why and, with opts.reinstantiate_on_failure, takes
   // source's capture instantiated instead. Applied: this runs source's capture, ring and
   // kept resources, and `source` is left empty.
-  [[nodiscard]] UpdateResult update(Executable& source, const UpdateOptions& opts) {
-    constexpr std::string_view op = "Graph::update";
-    if (updatable_nodes_ || source.updatable_nodes_)
-      throw_misuse(op, "a graph that holds device-updatable kernel nodes (launch_updatable) cannot be updated: CUDA "
-                       "refuses cudaGraphExecUpdate on it, and kernels hold its nodes' handles. Capture anew into a "
-                       "new Graph");
-    DeviceGuard on(device_);
-    std::optional<RelaxedCaptureMode> relaxed;  // an enclosing capture on this thread must go on
-    if (innermost_capture() != nullptr) relaxed.emplace();
-    cudaGraphExecUpdateResultInfo info{};
-    cudaError_t e = cudaSuccess;
-    {
-      std::lock_guard lock(source.graph_->m);  // export_dot may be reading it on another thread
-      e = cudaGraphExecUpdate(exec_, source.graph_->graph, &info);
-    }
-    UpdateResult result;
-    if (e == cudaSuccess) {
-      adopt(source, false);
-      upload_if_device_launched(op);
-      result.updated = true;
-      return result;
-    }
-    (void)cudaGetLastError();  // the failure is answered in the result, not left behind
-    if (e != cudaErrorGraphExecUpdateFailure) throw_cuda(e, "Graph::update (cudaGraphExecUpdate)");
-    result.failure = to_failure(info.result);
-    std::string node = "; CUDA names no node";
-    if (info.errorNode != nullptr) {
-      cudaGraphNodeType t{};
-      if (cudaGraphNodeGetType(info.errorNode, &t) == cudaSuccess) result.node_type = t;
-      result.node_index = node_index(source.graph_->graph, info.errorNode, op);
-      node = format("; the blocking node is a {} node", result.node_type ? node_type_name(*result.node_type) : "unknown");
-      if (result.node_index) detail::format_to(node, ", node {} of the new capture", *result.node_index);
-    }
-    result.message = format("cugraphs: {}: the executable cannot take the new capture in place: {}{}", op,
-                            describe(result.failure), node);
-    if (opts.reinstantiate_on_failure) {
-      if (handed_out_)
-        throw_misuse(op, "{}; and this graph's device handle (device_graph()) was given out, so its executable is "
-                         "not replaced (kernels and DeviceDispatch would launch a destroyed one). Capture into a new "
-                         "Graph",
-                     result.message);
-      source.instantiate();  // on failure this is left as it was
-      adopt(source, true);
-      result.reinstantiated = true;
-    }
-    return result;
-  }
+  [[nodiscard]] UpdateResult update(Executable& source, const UpdateOptions& opts);
 
   // Sets the parameters of the executable's node that a node taken in capture `capture` (at
   // `index`, as `node`) stands for.
   void set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node, const cudaKernelNodeParams& p,
-                         std::string_view op) {
-    const cudaGraphNode_t target = exec_node(capture, index, node, op);
-    if (ring_) {
-      // Arguments taken in an earlier capture may hold that capture's per-launch state.
-      if (capture != current_capture_)
-        throw_misuse(op, "the KernelNode was taken in the capture this executable was instantiated from, and the "
-                         "graph now runs a capture applied since by update(); in a graph that draws random numbers "
-                         "or stages inputs, that capture's arguments may name per-launch state which is gone. Take "
-                         "the node with captured_kernel_node() in the capture applied last");
-      ring_->set_node_params(exec_, resolver(op), target, p, op);
-    } else if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess)
-      [[unlikely]] {
-      throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
-    }
-    upload_if_device_launched(op);
-  }
+                         std::string_view op);
 
   // Launches on `stream`: `stage` writes the input-address words of a graph that stages
   // (see LaunchRing::launch). With a checked pool, the pool's check, the launch and its
@@ -235,22 +112,7 @@ public:
 
   // The executable, its graph and what they kept go; the ring first waits until launches in
   // flight have finished with it.
-  void reset() noexcept {
-    ring_.reset();
-    if (exec_ != nullptr) {
-      report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");
-      exec_ = nullptr;  // its graph memory (cudaMallocAsync in the capture) returns to CUDA's graph pool
-    }
-    graph_.reset();
-    identity_.reset();
-    identity_nodes_.clear();
-    keep_alive_.clear();  // after the executable: its replays used them
-    status_.reset();
-    device_launch_ = updatable_nodes_ = handed_out_ = false;
-    current_capture_ = instantiated_capture_ = 0;
-    checked_stream_ = nullptr;  // the next capture may be on another device
-    stream_checked_ = false;
-  }
+  void reset() noexcept;
 
   // Runs `fn(graph)` with the graph held, locked against export_dot on other threads.
   template <class Fn>
@@ -262,82 +124,20 @@ public:
 private:
   // Before a device-launch instantiation: the device can launch graphs, and the graph holds
   // nothing a device graph cannot (named with its index). Returns the status word, zeroed.
-  [[nodiscard]] std::shared_ptr<void> check_device_launchable(std::string_view op) {
-    int unified = 0;
-    check(cudaDeviceGetAttribute(&unified, cudaDevAttrUnifiedAddressing, device_), "{}: cudaDeviceGetAttribute", op);
-    if (unified == 0)
-      throw_error(cudaErrorNotSupported, op, "device {} cannot launch graphs from the device (it lacks unified "
-                                             "addressing); capture without CaptureOptions::device_launch",
-                  device_);
-    if (const auto bad = node_not_for_device_launch(graph_->graph, op))
-      throw_misuse(op, "the graph was captured for device launch (CaptureOptions::device_launch), but node {} of the "
-                       "capture is a {} node{}{}, which a graph launched from the device cannot hold (it holds "
-                       "kernel, memcpy, memset and child-graph nodes only; conditional scopes cannot be used there). "
-                       "Move that work out of the graph, or capture without device_launch",
-                   bad->index, node_type_name(bad->type), bad->inside ? " holding a " : "",
-                   bad->inside ? node_type_name(*bad->inside) : "");
-    auto status = private_device_memory(sizeof(int), "Graph::instantiate (device launch status)");
-    // Zeroed on the upload stream, which instantiate() waits for.
-    check(cudaMemsetAsync(status.get(), 0, sizeof(int), upload_stream_), "{}: cudaMemsetAsync", op);
-    return status;
-  }
+  [[nodiscard]] std::shared_ptr<void> check_device_launchable(std::string_view op);
 
   // A graph launched from the device runs what was last uploaded: after a host-side change it
   // is uploaded again (and waited for), before any later launch.
-  void upload_if_device_launched(std::string_view op) {
-    if (!device_launch_) return;
-    RelaxedCaptureMode relaxed;
-    check(cudaGraphUpload(exec_, upload_stream_), "{}: cudaGraphUpload (a graph for device launch)", op);
-    check(cudaStreamSynchronize(upload_stream_), "{}: waiting for the upload", op);
-  }
+  void upload_if_device_launched(std::string_view op);
 
   // Refuses a stream of another device than the graph's, before anything is posted or
   // launched. A stream that passed is remembered, so that replays on it compare one handle;
   // the default streams, which follow the current device, are asked every time.
-  void check_stream(cudaStream_t stream) {
-    constexpr std::string_view op = "Graph::replay";
-    const bool follows_current = is_default_stream(stream);
-    const int device = stream_device(stream, op);
-    if (device != device_)
-      throw_misuse(op, "the stream belongs to device {} but this graph was captured on device {}; a graph "
-                       "replays only on a stream of its own device{}",
-                   device, device_,
-                   follows_current ? " (a default stream belongs to the current device: make the graph's device "
-                                     "current, or pass a stream made on it)"
-                                   : "");
-    checked_stream_ = stream;
-    stream_checked_ = !follows_current;
-  }
+  void check_stream(cudaStream_t stream);
 
   // Takes over `source`'s capture (after an update in place, or with source's executable
   // when `instantiated`), ring and kept resources; `source` is left empty.
-  void adopt(Executable& source, bool instantiated) noexcept {
-    ring_.reset();  // waits until launches in flight have finished with the old ring
-    // The source's own launches may still use the ring taken over: this executable's
-    // launches must not run beside them on the same words.
-    if (source.ring_) source.ring_->wait_all("Graph::update: waiting for the source's launches");
-    ring_ = std::move(source.ring_);
-    // Launches already queued may use what the old capture kept: keep both.
-    keep_alive_.insert(keep_alive_.end(), source.keep_alive_.begin(), source.keep_alive_.end());
-    source.keep_alive_.clear();
-    if (instantiated) {
-      report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");  // freed once idle
-      exec_ = std::exchange(source.exec_, nullptr);
-      status_ = std::move(source.status_);
-      device_launch_ = source.device_launch_;
-      updatable_nodes_ = source.updatable_nodes_;
-      instantiated_capture_ = source.instantiated_capture_;
-      identity_.reset();
-      identity_nodes_.clear();
-    } else if (!identity_) {
-      identity_ = graph_;  // its nodes still name the executable's
-    }
-    graph_ = std::move(source.graph_);
-    per_launch_asked_ = source.per_launch_asked_;
-    current_capture_ = std::exchange(source.current_capture_, 0);
-    upload_stream_ = source.upload_stream_;
-    source.reset();
-  }
+  void adopt(Executable& source, bool instantiated) noexcept;
 
   // For the per-launch values: the executable's node for node `index` (`node`) of the
   // capture graph_ holds.
@@ -352,47 +152,9 @@ private:
 
   // The node of the graph exec_ was instantiated from that a node taken in capture `capture`
   // (at `index`, as `node`) stands for.
-  cudaGraphNode_t exec_node(std::uint64_t capture, std::size_t index, cudaGraphNode_t node, std::string_view op) {
-    if (capture == instantiated_capture_) [[likely]]
-      return node;
-    if (capture == 0 || capture != current_capture_)
-      throw_misuse(op, "the KernelNode was not taken in the capture this graph runs (it is empty, belongs to another "
-                       "graph, or to a capture replaced since): take it with captured_kernel_node() in this graph's "
-                       "capture (the node's capture: {}; this graph's executable was instantiated from capture {} "
-                       "and runs capture {})",
-                   capture, instantiated_capture_, current_capture_);
-    // A node of a capture applied by update(): the instantiated graph's node at its index.
-    if (identity_nodes_.empty()) {
-      std::lock_guard lock(identity_->m);
-      identity_nodes_ = graph_nodes(identity_->graph, op);
-    }
-    cudaGraphNodeType t{};
-    if (index >= identity_nodes_.size() || cudaGraphNodeGetType(identity_nodes_[index], &t) != cudaSuccess ||
-        t != cudaGraphNodeTypeKernel)
-      throw_misuse(op, "node {} of the executable is not a kernel node, although the update paired the captures",
-                   index);
-    return identity_nodes_[index];
-  }
+  cudaGraphNode_t exec_node(std::uint64_t capture, std::size_t index, cudaGraphNode_t node, std::string_view op);
 
-  void take(Executable& o) noexcept {
-    exec_ = std::exchange(o.exec_, nullptr);
-    graph_ = std::move(o.graph_);
-    ring_ = std::move(o.ring_);
-    identity_ = std::move(o.identity_);
-    identity_nodes_ = std::move(o.identity_nodes_);
-    keep_alive_ = std::move(o.keep_alive_);
-    current_capture_ = std::exchange(o.current_capture_, 0);
-    instantiated_capture_ = std::exchange(o.instantiated_capture_, 0);
-    upload_stream_ = o.upload_stream_;
-    checked_stream_ = o.checked_stream_;
-    stream_checked_ = std::exchange(o.stream_checked_, false);
-    device_ = o.device_;
-    status_ = std::move(o.status_);
-    device_launch_ = std::exchange(o.device_launch_, false);
-    updatable_nodes_ = std::exchange(o.updatable_nodes_, false);
-    handed_out_ = std::exchange(o.handed_out_, false);
-    per_launch_asked_ = o.per_launch_asked_;
-  }
+  void take(Executable& o) noexcept;
 
   cudaGraphExec_t exec_ = nullptr;  // first: the replay path reads only this
   std::shared_ptr<NativeGraph> graph_;
@@ -418,3 +180,7 @@ private:
 };
 
 }  // namespace cugraphs::detail
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/executable.ipp>
+#endif

@@ -65,12 +65,14 @@ void append_value(std::string& out, const T& v) {
   } else if constexpr (std::is_arithmetic_v<U>) {
     char buffer[64];
     const auto r = std::to_chars(buffer, buffer + sizeof buffer, v);
-    out.append(buffer, r.ptr);
+    // (pointer, count), not an iterator pair: g++ 12 at -O3 reports a false -Wrestrict
+    // overlap in the iterator form's replace() path.
+    out.append(buffer, static_cast<std::size_t>(r.ptr - buffer));
   } else if constexpr (std::is_pointer_v<U> || std::is_null_pointer_v<U>) {
     char buffer[2 + 2 * sizeof(std::uintptr_t)];
     const auto r = std::to_chars(buffer, buffer + sizeof buffer, reinterpret_cast<std::uintptr_t>(v), 16);
     out += "0x";
-    out.append(buffer, r.ptr);
+    out.append(buffer, static_cast<std::size_t>(r.ptr - buffer));
   } else {
     static_assert(std::is_arithmetic_v<U>, "cugraphs: detail::format cannot write this type");
   }

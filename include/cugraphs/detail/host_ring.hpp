@@ -35,36 +35,13 @@ class HostRing {
 public:
   HostRing() = default;
   /// `slots` slots of `slot_words` words each (the tag first), all zero.
-  HostRing(unsigned slots, std::size_t slot_words, std::string_view what) : slots_(slots), slot_words_(slot_words) {
-    const std::size_t bytes = (slots * slot_words + 1) * sizeof(unsigned long long);
-    device_ = current_device();
-    RelaxedCaptureMode relaxed;
-    check(cudaHostAlloc(reinterpret_cast<void**>(&words_), bytes, cudaHostAllocMapped | cudaHostAllocPortable), "{}: cudaHostAlloc", what);
-    std::memset(words_, 0, bytes);
-  }
-  ~HostRing() {
-    if (words_ == nullptr) return;
-    wait_all("waiting for launches in flight before freeing a pinned ring");
-    RelaxedCaptureMode relaxed;
-    report_in_destructor(cudaFreeHost(words_), "cudaFreeHost (pinned ring)");
-  }
+  HostRing(unsigned slots, std::size_t slot_words, std::string_view what);
+  ~HostRing();
   HostRing(HostRing&& o) noexcept
       : words_(std::exchange(o.words_, nullptr)), slots_(o.slots_), slot_words_(o.slot_words_),
         posted_(std::exchange(o.posted_, 0)), last_stream_(o.last_stream_), device_(o.device_),
         abandoned_(o.abandoned_) {}
-  HostRing& operator=(HostRing&& o) noexcept {
-    if (this != &o) {
-      HostRing gone(std::move(*this));  // this ring's launches are waited for, then it is freed
-      words_ = std::exchange(o.words_, nullptr);
-      slots_ = o.slots_;
-      slot_words_ = o.slot_words_;
-      posted_ = std::exchange(o.posted_, 0);
-      last_stream_ = o.last_stream_;
-      device_ = o.device_;
-      abandoned_ = o.abandoned_;
-    }
-    return *this;
-  }
+  HostRing& operator=(HostRing&& o) noexcept;
   HostRing(const HostRing&) = delete;
   HostRing& operator=(const HostRing&) = delete;
 
@@ -78,25 +55,7 @@ public:
   /// Waits until the next post's slot is free (the launch slots() posts ago has taken it)
   /// and returns it. Only one thread posts to a ring, so the slot stays free until publish().
   /// Throws when the stream fails, or when the posts in flight can no longer be taken.
-  [[nodiscard]] unsigned long long* next_slot(cudaStream_t stream, std::string_view op) {
-    // Signed: a launch of the executable without a post may finish with a slot early.
-    Waiter w;
-    while (static_cast<std::int64_t>(posted_ - done()) >= slots_) {
-      if (w.due()) {
-        const cudaError_t e = query(stream);
-        if (e != cudaSuccess && e != cudaErrorNotReady) throw_cuda(e, detail::format("{}: waiting for a free slot", op));
-        // Only the stream the posts went to can say they are lost; another may be idle
-        // while they still run.
-        if (w.stalled(e == cudaSuccess && stream == last_stream_)) {
-          const std::uint64_t lost = posted_ - done();
-          forget_posts();
-          throw_misuse(op, "{}", lost_message(lost));
-        }
-      }
-      w.pause();
-    }
-    return words_ + (posted_ % slots_) * slot_words_;
-  }
+  [[nodiscard]] unsigned long long* next_slot(cudaStream_t stream, std::string_view op);
 
   /// Makes `slot` (from next_slot) visible to the device: its tag last.
   void publish(unsigned long long* slot) const noexcept {
@@ -105,16 +64,10 @@ public:
 
   /// Takes back the post published last and not launched (its launch failed): the tag goes,
   /// and the next post writes the same slot afresh.
-  void withdraw() noexcept {
-    if (words_ == nullptr) return;
-    std::atomic_ref<unsigned long long>(words_[(posted_ % slots_) * slot_words_]).store(0, std::memory_order_release);
-  }
+  void withdraw() noexcept;
 
   /// Records that the post was launched on `stream`.
-  void launched(cudaStream_t stream) noexcept {
-    ++posted_;
-    last_stream_ = stream;
-  }
+  void launched(cudaStream_t stream) noexcept;
 
   /// Waits until the device has finished with every post. The stream of the last launch is
   /// not asked (its owner may have destroyed it by now): the done count is watched for up to
@@ -122,23 +75,7 @@ public:
   /// whole (a device-wide wait fails captures open on other threads, so it is the last
   /// resort). A failure, or posts still not taken once the device is idle, is reported once,
   /// and the posts given up: the device will not finish them.
-  void wait_all(std::string_view op) noexcept {
-    if (words_ == nullptr || abandoned_) return;
-    for (unsigned i = 0; i < Waiter::kYields && done() < posted_; ++i) yield_thread();
-    for (const std::int64_t start = monotonic_ns(); done() < posted_ && monotonic_ns() - start < 1'000'000'000;)
-      sleep_microseconds(50);
-    if (done() >= posted_) return;
-    if (const cudaError_t e = synchronize_device(device_); e != cudaSuccess) {
-      (void)cudaGetLastError();
-      report_in_destructor(e, op);
-      abandoned_ = true;
-      return;
-    }
-    if (done() < posted_) {
-      report_in_destructor(op, [&, this] { return lost_message(posted_ - done()); });
-      forget_posts();
-    }
-  }
+  void wait_all(std::string_view op) noexcept;
 
 private:
   // Paces a wait: yields first (a slot usually frees within microseconds), then sleeps
@@ -149,22 +86,8 @@ private:
   public:
     static constexpr unsigned kYields = 4096;
     [[nodiscard]] bool due() const noexcept { return spins_ % 256 == 0 || spins_ > kYields; }
-    void pause() noexcept {
-      if (++spins_ <= kYields)
-        yield_thread();
-      else
-        sleep_microseconds(50);
-    }
-    [[nodiscard]] bool stalled(bool idle) noexcept {
-      if (!idle) {
-        idle_ = false;
-        return false;
-      }
-      const std::int64_t now = monotonic_ns();
-      if (!idle_) idle_since_ = now;
-      idle_ = true;
-      return now - idle_since_ >= 20'000'000;  // 20 ms
-    }
+    void pause() noexcept;
+    [[nodiscard]] bool stalled(bool idle) noexcept;
 
   private:
     unsigned spins_ = 1;
@@ -172,31 +95,16 @@ private:
     std::int64_t idle_since_ = 0;  // ns
   };
 
-  [[nodiscard]] static std::string lost_message(std::uint64_t lost) {
-    return detail::format(
-        "{} posted launch{} never taken by the device, although the stream of the last launch "
-        "has finished its work, and with it every earlier launch of the executable: a launch "
-        "was lost (a tool that runs the program, such as compute-sanitizer, may lose one) or "
-        "the executable was changed outside cugraphs. The posts are given up; later calls "
-        "work as usual",
-        lost, lost == 1 ? " was" : "es were");
-  }
+  [[nodiscard]] static std::string lost_message(std::uint64_t lost);
 
   // Gives up the posts not taken: clears every tag (no launch is in flight: the stream is
   // idle), and the next post continues from the device's count.
-  void forget_posts() noexcept {
-    for (unsigned i = 0; i < slots_; ++i)
-      std::atomic_ref<unsigned long long>(words_[i * slot_words_]).store(0, std::memory_order_relaxed);
-    posted_ = done();
-  }
+  void forget_posts() noexcept;
 
   [[nodiscard]] std::uint64_t done() const noexcept {
     return std::atomic_ref<unsigned long long>(*done_word()).load(std::memory_order_acquire);
   }
-  static cudaError_t query(cudaStream_t stream) noexcept {
-    RelaxedCaptureMode relaxed;
-    return cudaStreamQuery(stream);
-  }
+  static cudaError_t query(cudaStream_t stream) noexcept;
 
   unsigned long long* words_ = nullptr;
   unsigned slots_ = 0;
@@ -208,3 +116,7 @@ private:
 };
 
 }  // namespace cugraphs::detail
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/host_ring.ipp>
+#endif

@@ -51,12 +51,7 @@ struct GeneratorState {
   int open_captures = 0;  // captures that recorded this generator and are still open
 
   // The current (seed, offset), then advances the offset by `increment`.
-  std::pair<std::uint64_t, std::uint64_t> take(std::uint64_t increment) {
-    std::lock_guard lock(m);
-    const auto now = std::pair{seed, offset};
-    offset += increment;
-    return now;
-  }
+  std::pair<std::uint64_t, std::uint64_t> take(std::uint64_t increment);
 };
 
 inline constexpr unsigned kMaxGeneratorsPerGraph = 8;
@@ -81,11 +76,7 @@ public:
       : control_(refuse_device_launch(device_launch, what)), policy_(policy) {}
   LaunchRing(const LaunchRing&) = delete;
   LaunchRing& operator=(const LaunchRing&) = delete;
-  ~LaunchRing() {
-    end_capture();
-    // Before the device words and what the owner holds go: launches in flight use them.
-    wait_all("Graph: waiting for launches in flight (per-launch values)");
-  }
+  ~LaunchRing();
 
   // ---- while the capture is open
 
@@ -95,34 +86,13 @@ public:
     const std::uint64_t* words;
     std::uint64_t offset;
   };
-  [[nodiscard]] Draw draw(const std::shared_ptr<GeneratorState>& g, std::uint64_t reserved, std::string_view op) {
-    const unsigned i = index_of(g, op);
-    if (reserved > ~std::uint64_t{0} - uses_[i].increment)
-      throw_misuse(op, "this graph would draw more than 2^64 values per thread from the generator; the "
-                       "64-bit Philox offset would overflow");
-    const Draw d{reinterpret_cast<const std::uint64_t*>(values()) + 2 * i, uses_[i].increment};
-    draws_.push_back({i, d.offset});
-    uses_[i].increment += reserved;
-    return d;
-  }
+  [[nodiscard]] Draw draw(const std::shared_ptr<GeneratorState>& g, std::uint64_t reserved, std::string_view op);
 
   // Readies staging of `leaves` input addresses per launch (once per graph).
-  [[nodiscard]] Staging stage(std::size_t leaves, std::string_view op) {
-    if (sources_) throw_misuse(op, "this capture already stages a graphed callable's inputs");
-    leaves_ = static_cast<unsigned>(leaves);
-    sources_ = private_device_memory(std::max<std::size_t>(leaves, 1) * sizeof(void*), op);
-    return {control(), static_cast<const void* const*>(sources_.get())};
-  }
+  [[nodiscard]] Staging stage(std::size_t leaves, std::string_view op);
 
   // Once the capture has ended: the generators may advance again outside captures.
-  void end_capture() noexcept {
-    if (!capturing_) return;
-    capturing_ = false;
-    for (auto& u : uses_) {
-      std::lock_guard lock(u.generator->m);
-      --u.generator->open_captures;
-    }
-  }
+  void end_capture() noexcept;
 
   // ---- once the capture has ended
 
@@ -134,31 +104,7 @@ public:
     bool updatable;  // the graph holds device-updatable kernel nodes, which node updates from the host would overwrite
     const std::vector<ConditionalMade>& conditionals;  // the conditional nodes its capture made
   };
-  void attach(cudaGraph_t g, cudaStream_t stream, const GraphFacts& facts, std::string_view op) {
-    {
-      // Done before any launch, on whatever stream: the stream is idle, and the wait runs in
-      // relaxed mode for a capture that may be open on this thread.
-      RelaxedCaptureMode relaxed;
-      check(cudaMemsetAsync(control(), 0, kControlWords * sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
-      check(cudaStreamSynchronize(stream), "{}: cudaStreamSynchronize", op);
-    }
-    if (policy_ != PerLaunch::Ring) {
-      if (facts.updatable) {
-        (void)refuse_arguments(op, "the graph holds device-updatable kernel nodes (launch_updatable), whose updates "
-                                   "from the device a node update from the host would overwrite");
-      } else {
-        ArgumentSites sites({values(), uses_.size(), draws_, sources_.get(), leaves_});
-        if (const auto why = sites.find(g, facts.conditionals, op)) {
-          (void)refuse_arguments(op, *why);
-        } else if (policy_ == PerLaunch::Parameters || sites.nodes() <= kAutoParameterNodes) {
-          sites.ready(op);
-          sites_.emplace(std::move(sites));
-          return;
-        }
-      }
-    }
-    attach_ring(g, op);
-  }
+  void attach(cudaGraph_t g, cudaStream_t stream, const GraphFacts& facts, std::string_view op);
 
   // Whether launches take their values as kernel arguments (else through the ring).
   [[nodiscard]] bool by_arguments() const noexcept { return sites_.has_value(); }
@@ -226,24 +172,12 @@ public:
   // with values as arguments, until the event recorded after the last one has completed (a
   // graph that only draws records none: like any graph, its launches read nothing that its
   // owner frees).
-  void wait_all(std::string_view op) noexcept {
-    if (sites_)
-      sites_->wait(op);
-    else
-      ring_.wait_all(op);
-  }
+  void wait_all(std::string_view op) noexcept;
 
 private:
   // The device words, unless the capture is for device launch, whose launches from the device
   // would get no fresh values.
-  [[nodiscard]] static std::shared_ptr<void> refuse_device_launch(bool device_launch, std::string_view op) {
-    if (device_launch)
-      throw_misuse(op, "this capture is for device launch (CaptureOptions::device_launch): a graph that draws "
-                       "random numbers or stages inputs takes fresh values from the host at every launch, which "
-                       "its launches from the device would not get. Capture it without device_launch, or pass the "
-                       "values through device memory");
-    return private_device_memory(kControlWords * sizeof(unsigned long long), op);
-  }
+  [[nodiscard]] static std::shared_ptr<void> refuse_device_launch(bool device_launch, std::string_view op);
 
   // control_: [0] launches taken, [1] whether this launch took a slot, then the generators'
   // (seed, offset) pairs.
@@ -253,62 +187,17 @@ private:
     std::shared_ptr<GeneratorState> generator;
     std::uint64_t increment = 0;  // consumed by one launch
   };
-  unsigned index_of(const std::shared_ptr<GeneratorState>& g, std::string_view op) {
-    for (unsigned i = 0; i < uses_.size(); ++i)
-      if (uses_[i].generator == g) return i;
-    if (uses_.size() == kMaxGeneratorsPerGraph)
-      throw_misuse(op, "a graph may draw from at most {} generators", kMaxGeneratorsPerGraph);
-    {
-      std::lock_guard lock(g->m);
-      ++g->open_captures;
-    }
-    uses_.push_back({g, 0});
-    return static_cast<unsigned>(uses_.size() - 1);
-  }
+  unsigned index_of(const std::shared_ptr<GeneratorState>& g, std::string_view op);
 
   // Under PerLaunch::Parameters, an Error saying `why` launches cannot hand their values over
   // as kernel arguments; under Auto, false (the ring is used).
-  bool refuse_arguments(std::string_view op, std::string_view why) const {
-    if (policy_ == PerLaunch::Parameters)
-      throw_misuse(op, "the capture asked for PerLaunch::Parameters, but {}, so launches could not hand their "
-                       "values over as kernel arguments. Pass each PhiloxArgs to its kernel by value, or capture "
-                       "with PerLaunch::Auto or PerLaunch::Ring",
-                   why);
-    return false;
-  }
+  bool refuse_arguments(std::string_view op, std::string_view why) const;
 
   // The ring's head before every root node of `g` and its tail after every last one.
-  void attach_ring(cudaGraph_t g, std::string_view op) {
-    const void* head_kernel = ring_head_kernel.load(std::memory_order_acquire);
-    const void* tail_kernel = ring_tail_kernel.load(std::memory_order_acquire);
-    if (head_kernel == nullptr || tail_kernel == nullptr)
-      throw_needs_nvcc(op, "a graph that draws random numbers or stages inputs");
-    ring_ = HostRing(kSlots, width(), "the per-launch ring");
-    args_ = {ring_.data(), kSlots, width(), static_cast<unsigned>(uses_.size()), leaves_, values(),
-             static_cast<const void**>(sources_.get()), control(), ring_.done_word()};
-    const auto roots = graph_nodes(g, op, true);
-    auto sinks = graph_sinks(g, op);
-    void* params[] = {&args_};
-    cudaKernelNodeParams kp{};
-    kp.func = const_cast<void*>(head_kernel);
-    kp.gridDim = dim3(1);
-    kp.blockDim = dim3(head_threads(args_));
-    kp.kernelParams = params;
-    cudaGraphNode_t head = nullptr;
-    check(cudaGraphAddKernelNode(&head, g, nullptr, 0, &kp), "{}: cudaGraphAddKernelNode (ring head)", op);
-    for (cudaGraphNode_t root : roots) add_edge(g, head, root, op);
-    if (sinks.empty()) sinks.push_back(head);  // an empty capture: the tail after the head alone
-    kp.func = const_cast<void*>(tail_kernel);
-    kp.blockDim = dim3(1);
-    cudaGraphNode_t tail = nullptr;
-    check(cudaGraphAddKernelNode(&tail, g, sinks.data(), sinks.size(), &kp), "{}: cudaGraphAddKernelNode (ring tail)", op);
-  }
+  void attach_ring(cudaGraph_t g, std::string_view op);
 
   // Each generator's (seed, offset) for this launch, advancing it by what a launch draws.
-  void take_values() {
-    taken_.resize(uses_.size());
-    for (std::size_t i = 0; i < uses_.size(); ++i) taken_[i] = uses_[i].generator->take(uses_[i].increment);
-  }
+  void take_values();
 
   [[nodiscard]] unsigned long long* control() const noexcept { return static_cast<unsigned long long*>(control_.get()); }
   [[nodiscard]] unsigned long long* values() const noexcept { return control() + 2; }
@@ -329,3 +218,7 @@ private:
 };
 
 }  // namespace cugraphs::detail
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/launch_ring.ipp>
+#endif

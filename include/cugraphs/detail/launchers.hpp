@@ -18,11 +18,7 @@ namespace cugraphs::detail {
 
 // The one wording for a kernel of the host API that no nvcc-compiled translation unit has
 // registered: `what` names the feature that launches it.
-[[noreturn]] inline void throw_needs_nvcc(std::string_view op, std::string_view what) {
-  throw_misuse(op, "{} launches a kernel, and no translation unit of this program compiled by nvcc includes "
-                   "<cugraphs/graph.hpp>; compile at least one that does with nvcc",
-               what);
-}
+[[noreturn]] void throw_needs_nvcc(std::string_view op, std::string_view what);
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 // Sets `handle` from the flag at `flag` (`width` bytes: 1 for bool, 4 for unsigned).
@@ -84,10 +80,10 @@ struct StageArgs {
 using StageLauncher = cudaError_t (*)(const StageArgs& args, cudaStream_t stream);
 inline std::atomic<StageLauncher> stage_launcher{nullptr};
 
-inline void launch_stage(const StageArgs& args, cudaStream_t stream, std::string_view op) {
-  const StageLauncher launch = stage_launcher.load(std::memory_order_acquire);
-  if (launch == nullptr) throw_needs_nvcc(op, "staging inputs");
-  check(launch(args, stream), "{}: launching the staging copy", op);
-}
+void launch_stage(const StageArgs& args, cudaStream_t stream, std::string_view op);
 
 }  // namespace cugraphs::detail
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/launchers.ipp>
+#endif

@@ -25,104 +25,30 @@ public:
   Pool(const Pool&) = delete;
   Pool& operator=(const Pool&) = delete;
 
-  ~Pool() {
-    if (checks_) {  // its events go in relaxed mode too, like every other call here
-      RelaxedCaptureMode relaxed;
-      checks_.reset();
-    }
-    // Every block is back (buffers and graphs hold the pool alive), so all segments go.
-    const auto bases = blocks_.segment_bases();
-    if (bases.empty()) return;
-    CUGRAPHS_TRY {
-      DeviceGuard on(device_);
-      RelaxedCaptureMode relaxed;
-      for (void* p : bases) report_in_destructor(cudaFree(p), "cudaFree (releasing a pool segment)");
-    } CUGRAPHS_CATCH_ALL {
-      report_in_destructor(caught_code(), "releasing a graph pool");
-    }
-  }
+  ~Pool();
 
   [[nodiscard]] std::uint64_t id() const noexcept { return id_; }
   [[nodiscard]] int device() const noexcept { return device_; }
 
-  [[nodiscard]] std::size_t reserved_bytes() const {
-    std::lock_guard lock(m_);
-    return blocks_.reserved_bytes();
-  }
-  [[nodiscard]] std::size_t allocated_bytes() const {
-    std::lock_guard lock(m_);
-    return blocks_.allocated_bytes();
-  }
-  [[nodiscard]] std::size_t segment_count() const {
-    std::lock_guard lock(m_);
-    return blocks_.segment_count();
-  }
+  [[nodiscard]] std::size_t reserved_bytes() const;
+  [[nodiscard]] std::size_t allocated_bytes() const;
+  [[nodiscard]] std::size_t segment_count() const;
 
   // Hands out `bytes` (rounded up to the block alignment) for capture `capture` on `stream`.
-  [[nodiscard]] Block* allocate(std::size_t bytes, std::uint64_t capture, cudaStream_t stream) {
-    // Rounding up to the block and segment sizes must not wrap around: a size near SIZE_MAX
-    // would become a tiny block (or a null one) handed out as a huge buffer.
-    if (bytes > std::numeric_limits<std::size_t>::max() - kSegmentGranularity)
-      throw_cuda(cudaErrorMemoryAllocation,
-                 detail::format("graph pool {}: an allocation of {} bytes (no device has that much)", id_, bytes));
-    const std::size_t size = round_up(bytes == 0 ? 1 : bytes, kBlockAlignment);
-    const BlockTag tag{capture, stream};
-    std::lock_guard lock(m_);
-    Block* b = blocks_.allocate(size, tag, open_);
-    if (b == nullptr) {
-      add_segment(size);
-      b = blocks_.allocate(size, tag, open_);
-    }
-    if (checks_ && b != nullptr) {
-      b->serial = ++serial_;
-      CUGRAPHS_TRY {
-        checks_->allocated(capture, b->addr, b->size, b->serial);
-      } CUGRAPHS_CATCH_ALL {
-        blocks_.free(b, open_);
-        CUGRAPHS_RETHROW;
-      }
-    }
-    return b;
-  }
+  [[nodiscard]] Block* allocate(std::size_t bytes, std::uint64_t capture, cudaStream_t stream);
 
-  void free(Block* b) noexcept {
-    std::lock_guard lock(m_);
-    if (checks_) checks_->freed(b->serial);
-    blocks_.free(b, open_);
-  }
+  void free(Block* b) noexcept;
 
-  void begin_capture(std::uint64_t capture) {
-    std::lock_guard lock(m_);
-    open_.push_back(capture);
-  }
+  void begin_capture(std::uint64_t capture);
   // `produced_graph`: the capture ended with a graph (checked mode records what it used).
-  void end_capture(std::uint64_t capture, bool produced_graph = false) noexcept {
-    std::lock_guard lock(m_);
-    std::erase(open_, capture);
-    blocks_.coalesce(open_);
-    if (checks_) {
-      CUGRAPHS_TRY {
-        checks_->end_capture(capture, produced_graph);
-      } CUGRAPHS_CATCH_ALL {
-        report_in_destructor(cudaErrorMemoryAllocation, "checked pool: recording a capture");
-      }
-    }
-  }
+  void end_capture(std::uint64_t capture, bool produced_graph = false) noexcept;
 
   /// Checked mode (see pool_checks.hpp); the rest are no-ops on unchecked pools.
   [[nodiscard]] bool checked() const noexcept { return checks_ != nullptr; }
   // Both create or destroy an event, possibly while an enclosing Global capture is open on
   // this thread (capture_end of a nested capture, reset inside a capture): relaxed mode.
-  void register_graph(std::uint64_t capture) {
-    std::lock_guard lock(m_);
-    RelaxedCaptureMode relaxed;
-    checks_->register_graph(capture);
-  }
-  void forget_graph(std::uint64_t capture) noexcept {
-    std::lock_guard lock(m_);
-    RelaxedCaptureMode relaxed;
-    checks_->forget_graph(capture);
-  }
+  void register_graph(std::uint64_t capture);
+  void forget_graph(std::uint64_t capture) noexcept;
   // Checks that graph `capture` may run on `stream`, runs `launch`, and records it, under
   // the pool's lock so that two threads cannot both pass the check and then overlap. The
   // event calls run in relaxed capture mode: a Global capture elsewhere must not break.
@@ -135,62 +61,28 @@ public:
     checks_->after_replay(capture, stream);
   }
   // Memory written whole through cugraphs holds fresh data again (checked mode).
-  void note_written(const void* p, std::size_t bytes) noexcept {
-    if (!checks_) return;
-    std::lock_guard lock(m_);
-    checks_->written(reinterpret_cast<std::uintptr_t>(p), bytes);
-  }
+  void note_written(const void* p, std::size_t bytes) noexcept;
   // Refuses to read memory whose graph outputs a later replay overwrote (checked mode).
-  void check_read(const void* p, std::size_t bytes, std::string_view op) const {
-    if (!checks_) return;
-    std::lock_guard lock(m_);
-    checks_->check_read(reinterpret_cast<std::uintptr_t>(p), bytes, op);
-  }
+  void check_read(const void* p, std::size_t bytes, std::string_view op) const;
 
   // Graphs captured into the pool may still touch its free blocks on replay, so segments
   // are only given back early (trim) while no graph refers to the pool.
-  void attach_graph() noexcept {
-    std::lock_guard lock(m_);
-    graphs_.fetch_add(1, std::memory_order_relaxed);
-  }
+  void attach_graph() noexcept;
   void detach_graph() noexcept { graphs_.fetch_sub(1, std::memory_order_relaxed); }
   [[nodiscard]] int graph_count() const noexcept { return graphs_.load(std::memory_order_relaxed); }
 
   // Gives fully free segments back to the device; only possible while no graph refers to
   // the pool. Returns the bytes released.
-  std::size_t trim() {
-    std::lock_guard lock(m_);
-    if (graph_count() != 0) return 0;
-    return release_free_segments();
-  }
+  std::size_t trim();
 
 private:
-  static std::uint64_t next_id() noexcept {
-    static std::atomic<std::uint64_t> counter{0};
-    return ++counter;
-  }
+  static std::uint64_t next_id() noexcept;
 
   // m_ held.
-  void add_segment(std::size_t size) {
-    const std::size_t bytes = round_up(size, kSegmentGranularity);
-    DeviceGuard on(device_);
-    RelaxedCaptureMode relaxed;  // cudaMalloc is not captured, but would invalidate a Global capture
-    void* p = nullptr;
-    check(cudaMalloc(&p, bytes), "graph pool {}: cudaMalloc of a {} byte segment", id_, bytes);
-    blocks_.add_segment(p, bytes);
-  }
+  void add_segment(std::size_t size);
 
   // m_ held.
-  std::size_t release_free_segments() {
-    const std::size_t before = blocks_.reserved_bytes();
-    const auto bases = blocks_.take_free_segments(open_);
-    if (!bases.empty()) {
-      DeviceGuard on(device_);
-      RelaxedCaptureMode relaxed;
-      for (void* p : bases) check(cudaFree(p), "cudaFree (releasing a pool segment)");
-    }
-    return before - blocks_.reserved_bytes();
-  }
+  std::size_t release_free_segments();
 
   const std::uint64_t id_;
   const int device_;
@@ -210,34 +102,14 @@ public:
   PoolShare() = default;
   ~PoolShare() { release(); }
   PoolShare(PoolShare&& o) noexcept : pool_(std::move(o.pool_)), checked_(std::exchange(o.checked_, 0)) {}
-  PoolShare& operator=(PoolShare&& o) noexcept {
-    if (this != &o) {
-      release();
-      pool_ = std::move(o.pool_);
-      checked_ = std::exchange(o.checked_, 0);
-    }
-    return *this;
-  }
+  PoolShare& operator=(PoolShare&& o) noexcept;
   PoolShare(const PoolShare&) = delete;
   PoolShare& operator=(const PoolShare&) = delete;
 
-  void attach(std::shared_ptr<Pool> p) noexcept {
-    release();
-    p->attach_graph();
-    pool_ = std::move(p);
-  }
+  void attach(std::shared_ptr<Pool> p) noexcept;
   // The capture that produced the graph, recorded with a checked pool.
-  void register_capture(std::uint64_t capture) {
-    if (!pool_->checked()) return;
-    pool_->register_graph(capture);
-    checked_ = capture;
-  }
-  void release() noexcept {
-    if (!pool_) return;
-    if (checked_ != 0) pool_->forget_graph(std::exchange(checked_, 0));
-    pool_->detach_graph();
-    pool_.reset();
-  }
+  void register_capture(std::uint64_t capture);
+  void release() noexcept;
 
   [[nodiscard]] const std::shared_ptr<Pool>& get() const noexcept { return pool_; }
   // Whether launches go through the pool's checks (checked_launch).
@@ -253,3 +125,7 @@ private:
 };
 
 }  // namespace cugraphs::detail
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/pool.ipp>
+#endif

@@ -71,39 +71,20 @@ struct AddressRange {
   std::uintptr_t end = 0;  // one past the last byte
 };
 
-[[nodiscard]] inline std::size_t overlap_bytes(const AddressRange& a, const AddressRange& b) noexcept {
-  const std::uintptr_t lo = std::max(a.begin, b.begin), hi = std::min(a.end, b.end);
-  return hi > lo ? hi - lo : 0;
-}
+[[nodiscard]] std::size_t overlap_bytes(const AddressRange& a, const AddressRange& b) noexcept;
 
 // Sorted, non-overlapping union of `ranges`.
-[[nodiscard]] inline std::vector<AddressRange> merged(std::vector<AddressRange> ranges) {
-  std::sort(ranges.begin(), ranges.end(), [](const auto& a, const auto& b) { return a.begin < b.begin; });
-  std::vector<AddressRange> out;
-  for (const auto& r : ranges) {
-    if (!out.empty() && r.begin <= out.back().end) out.back().end = std::max(out.back().end, r.end);
-    else out.push_back(r);
-  }
-  return out;
-}
+[[nodiscard]] std::vector<AddressRange> merged(std::vector<AddressRange> ranges);
 
-[[nodiscard]] inline std::size_t overlap_bytes(const std::vector<AddressRange>& a,
-                                               const std::vector<AddressRange>& b) noexcept {
-  std::size_t total = 0;
-  for (const auto& x : a)
-    for (const auto& y : b) total += overlap_bytes(x, y);
-  return total;
-}
+[[nodiscard]] std::size_t overlap_bytes(const std::vector<AddressRange>& a,
+                                               const std::vector<AddressRange>& b) noexcept;
 
 class PoolChecks {
 public:
   explicit PoolChecks(std::uint64_t pool_id) : pool_id_(pool_id) {}
   PoolChecks(const PoolChecks&) = delete;
   PoolChecks& operator=(const PoolChecks&) = delete;
-  ~PoolChecks() {
-    for (auto& [id, g] : graphs_)
-      if (g.done != nullptr) report_in_destructor(cudaEventDestroy(g.done), "cudaEventDestroy (checked pool)");
-  }
+  ~PoolChecks();
 
   // A block handed out to capture `capture` (serial: unique per allocation).
   void allocated(std::uint64_t capture, std::uintptr_t addr, std::size_t size, std::uint64_t serial) {
@@ -111,124 +92,33 @@ public:
   }
 
   // A block given back; `serial` identifies the allocation.
-  void freed(std::uint64_t serial) noexcept {
-    // ended_ too: another thread may free a block between a capture's end and its graph's
-    // registration, and a stale output would later match whatever reuses its addresses.
-    for (auto* records : {&pending_, &ended_})
-      for (auto& [capture, blocks] : *records)
-        for (auto& b : blocks)
-          if (b.serial == serial) b.live = false;
-    for (auto& [id, g] : graphs_) std::erase_if(g.outputs, [&](const Output& o) { return o.serial == serial; });
-    std::erase_if(overwritten_, [&](const Overwrite& o) { return o.serial == serial; });
-  }
+  void freed(std::uint64_t serial) noexcept;
 
   // The capture ended; `keep`: it produced a graph (register_graph follows).
-  void end_capture(std::uint64_t capture, bool keep) {
-    auto it = pending_.find(capture);
-    if (it == pending_.end()) return;
-    if (keep) ended_[capture] = std::move(it->second);
-    pending_.erase(it);
-  }
+  void end_capture(std::uint64_t capture, bool keep);
 
   // The graph of capture `capture` exists: from now on its replays are checked.
-  void register_graph(std::uint64_t capture) {
-    Record g;
-    g.order = ++captured_;
-    if (auto it = ended_.find(capture); it != ended_.end()) {
-      std::vector<AddressRange> all;
-      for (const auto& b : it->second) {
-        all.push_back(b.range);
-        if (b.live) g.outputs.push_back({b.range, b.serial});
-      }
-      g.footprint = merged(std::move(all));
-      ended_.erase(it);
-    }
-    check(cudaEventCreateWithFlags(&g.done, cudaEventDisableTiming), "checked pool: cudaEventCreateWithFlags");
-    graphs_[capture] = std::move(g);
-  }
+  void register_graph(std::uint64_t capture);
 
-  void forget_graph(std::uint64_t capture) noexcept {
-    ended_.erase(capture);
-    auto it = graphs_.find(capture);
-    if (it == graphs_.end()) return;
-    if (it->second.done != nullptr) report_in_destructor(cudaEventDestroy(it->second.done), "cudaEventDestroy (checked pool)");
-    // The marks this graph's replays left stay: the outputs they name were overwritten all
-    // the same, and stay so until their own graph replays or their buffer is freed.
-    graphs_.erase(it);
-  }
+  void forget_graph(std::uint64_t capture) noexcept;
 
   // Before graph `capture` is launched on `stream`: refuses a launch that would run beside
   // an overlapping graph still running on another stream.
-  void before_replay(std::uint64_t capture, cudaStream_t stream) const {
-    const auto self = graphs_.find(capture);
-    if (self == graphs_.end()) return;
-    for (const auto& [id, other] : graphs_) {
-      if (id == capture || !other.replayed || other.stream == stream) continue;
-      const std::size_t shared = overlap_bytes(self->second.footprint, other.footprint);
-      if (shared == 0) continue;
-      const cudaError_t q = cudaEventQuery(other.done);
-      if (q == cudaSuccess) continue;
-      (void)cudaGetLastError();  // cudaErrorNotReady is an answer; a failure is thrown, not left behind
-      if (q != cudaErrorNotReady) throw_cuda(q, "Graph::replay: cudaEventQuery (checked pool)");
-      throw_misuse("Graph::replay",
-                   "checked pool {}: graph #{} would run beside graph #{}, which shares {} bytes "
-                   "of the pool with it and is still running on another stream; graphs sharing a "
-                   "pool must not run concurrently. Replay them on one stream, wait for graph #{} "
-                   "(synchronize its stream) first, or give them separate pools",
-                   pool_id_, self->second.order, other.order, shared, other.order);
-    }
-  }
+  void before_replay(std::uint64_t capture, cudaStream_t stream) const;
 
   // After graph `capture` was launched on `stream`.
-  void after_replay(std::uint64_t capture, cudaStream_t stream) {
-    const auto self = graphs_.find(capture);
-    if (self == graphs_.end()) return;
-    Record& g = self->second;
-    check(cudaEventRecord(g.done, stream), "Graph::replay: cudaEventRecord (checked pool)");
-    g.stream = stream;
-    g.replayed = true;
-    // Its own outputs are fresh again; other graphs' live outputs inside its blocks are not.
-    for (const auto& out : g.outputs) std::erase_if(overwritten_, [&](const Overwrite& o) { return o.serial == out.serial; });
-    for (const auto& [id, other] : graphs_) {
-      if (id == capture || !other.replayed) continue;
-      for (const auto& out : other.outputs)
-        for (const auto& r : g.footprint)
-          if (overlap_bytes(out.range, r) != 0) mark_overwritten(out, other.order, g.order);
-    }
-  }
+  void after_replay(std::uint64_t capture, cudaStream_t stream);
 
   // Reading [addr, addr + bytes) through cugraphs: refused where a graph's outputs there
   // were overwritten by a later replay of another graph.
-  void check_read(std::uintptr_t addr, std::size_t bytes, std::string_view op) const {
-    const AddressRange want{addr, addr + bytes};
-    for (const auto& o : overwritten_) {
-      if (overlap_bytes(o.range, want) == 0) continue;
-      throw_misuse(op,
-                   "checked pool {}: this memory holds outputs of graph #{}, but graph #{} (captured "
-                   "earlier into the same pool, whose blocks the outputs reuse) was replayed after "
-                   "it and overwrote them. Graphs sharing a pool must be replayed in capture order: "
-                   "use graph #{}'s outputs before replaying graph #{}, replay graph #{} again, or "
-                   "give the graphs separate pools",
-                   pool_id_, o.victim, o.by, o.victim, o.by, o.victim);
-    }
-  }
+  void check_read(std::uintptr_t addr, std::size_t bytes, std::string_view op) const;
 
   // [addr, addr + bytes) was written through cugraphs (a host copy): fresh again.
-  void written(std::uintptr_t addr, std::size_t bytes) noexcept {
-    const AddressRange range{addr, addr + bytes};
-    std::erase_if(overwritten_, [&](const Overwrite& o) { return overlap_bytes(o.range, range) != 0; });
-  }
+  void written(std::uintptr_t addr, std::size_t bytes) noexcept;
 
 private:
   struct Output;
-  void mark_overwritten(const Output& out, std::uint64_t victim, std::uint64_t by) {
-    for (auto& o : overwritten_)
-      if (o.serial == out.serial) {
-        o.by = by;
-        return;
-      }
-    overwritten_.push_back({out.range, out.serial, victim, by});
-  }
+  void mark_overwritten(const Output& out, std::uint64_t victim, std::uint64_t by);
 
   struct Allocation {
     AddressRange range;
@@ -263,3 +153,7 @@ private:
 };
 
 }  // namespace cugraphs::detail
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/pool_checks.ipp>
+#endif

@@ -19,23 +19,14 @@ namespace cugraphs::detail {
 // GraphedCallable): done for every leaf before anything is enqueued.
 // `leaf` names what is staged ("input leaf"; a graphed pair's backward stages "incoming
 // gradient leaf"s).
-inline void check_input_leaf(std::size_t i, const void* data, std::size_t size, std::size_t static_size,
-                             std::string_view op, std::string_view leaf = "input leaf") {
-  if (size != static_size)
-    throw_misuse(op, "{} {} has {} elements but its static leaf has {}; nothing was staged or launched", leaf, i,
-                 size, static_size);
-  if (data == nullptr && size != 0) [[unlikely]]
-    throw_misuse(op, "{} {} is a null pointer with {} elements; nothing was staged or launched", leaf, i, size);
-}
+void check_input_leaf(std::size_t i, const void* data, std::size_t size, std::size_t static_size,
+                             std::string_view op, std::string_view leaf = "input leaf");
 
 // Copies `bytes` from `from` onto the static leaf at `to` on `stream`, unless the input is
 // already there; cudaMemcpyDefault: the input may be device, pinned host or managed memory.
 // `what` names the copy in an error.
-inline void copy_leaf(const void* to, const void* from, std::size_t bytes, cudaStream_t stream, std::string_view op,
-                      std::string_view what = "cudaMemcpyAsync") {
-  if (bytes == 0 || from == to) return;
-  check(cudaMemcpyAsync(const_cast<void*>(to), from, bytes, cudaMemcpyDefault, stream), "{}: {}", op, what);
-}
+void copy_leaf(const void* to, const void* from, std::size_t bytes, cudaStream_t stream, std::string_view op,
+                      std::string_view what = "cudaMemcpyAsync");
 
 // The seed's staging by copies: every leaf of `inputs` onto the matching leaf of `statics`
 // (the element types checked at compile time, every size before anything is enqueued, and
@@ -58,3 +49,7 @@ void stage_copies(const Statics& statics, const Inputs& inputs, cudaStream_t str
 }
 
 }  // namespace cugraphs::detail
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/staging.ipp>
+#endif

@@ -1,0 +1,193 @@
+// The bodies of the functions <cugraphs/capture.hpp> declares: included at its end in
+// header-only builds, compiled once into the cugraphs library when
+// CUGRAPHS_SEPARATE_COMPILATION is defined (config.hpp).
+#pragma once
+
+#include <cugraphs/capture.hpp>
+#include <cugraphs/config.hpp>
+
+namespace cugraphs {
+
+CUGRAPHS_INLINE Graph& Graph::operator=(Graph&& o) noexcept {
+  if (this != &o) {
+    reset_noexcept();
+    take(o);
+  }
+  return *this;
+}
+
+CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
+  constexpr std::string_view op = "Graph::capture_begin";
+  if (is_capturing())
+    detail::throw_misuse(op, "this graph is already capturing; call capture_end() (or capture_abort()) before "
+                             "beginning another capture");
+  capture_abort();  // a capture a failed conditional scope aborted: let go of it
+  if (exec_.captured())
+    detail::throw_misuse(op, "this graph already holds a captured graph; call reset() before capturing again");
+  const auto [stream, device] = detail::capture_target(opts, op);
+  auto pool = opts.pool ? opts.pool->impl() : std::make_shared<detail::Pool>(device);
+  const bool guard =
+      opts.escapes == EscapeCheck::On || (opts.escapes == EscapeCheck::Auto && opts.mode == CaptureMode::Global);
+  capture_ = std::make_unique<detail::CaptureSession>(pool, stream, detail::to_cuda(opts.mode),
+                                                      detail::name(opts.mode), device, opts.instantiate,
+                                                      opts.device_launch, guard, this, op);
+  capture_->per_launch = opts.per_launch;
+  mode_ = opts.mode;
+  device_ = device;
+  moved_from_ = false;
+}
+
+CUGRAPHS_INLINE void Graph::capture_end() {
+  constexpr std::string_view op = "Graph::capture_end";
+  if (!is_capturing()) detail::throw_misuse(op, "no capture is open on this graph; call capture_begin() first");
+  if (detail::innermost_capture() != capture_.get())
+    detail::throw_misuse(op, "this capture is not the innermost capture open on this thread; end captures on the "
+                             "thread that began them, innermost first");
+  if (const std::size_t n = open_conditionals(); n != 0)
+    detail::throw_misuse(op, "{} conditional scope(s) are still open; close them (innermost first) before ending "
+                             "the capture",
+                         n);
+  const std::uint64_t id = capture_->id;
+  const cudaStream_t stream = capture_->stream;
+  const bool instantiate_now = capture_->instantiate;
+  CUGRAPHS_TRY {
+    auto captured = capture_->end(op);
+    capture_.reset();
+    pool_ = std::move(captured.share);
+    exec_.hold(std::move(captured), id, stream, device_);
+    pool_.register_capture(id);
+  } CUGRAPHS_CATCH_ALL {
+    capture_.reset();
+    exec_.reset();
+    pool_.release();  // forgets the graph in a checked pool too
+    CUGRAPHS_RETHROW;
+  }
+  if (instantiate_now) instantiate();
+}
+
+CUGRAPHS_INLINE void Graph::capture_abort() noexcept {
+  if (!capture_) return;
+  if (capture_->is_open() && !capture_->on_this_thread()) {
+    capture_->abort();  // reports that the capture belongs to another thread, and leaves it open
+    return;
+  }
+  capture_.reset();  // aborts it, if open
+  pool_.release();
+}
+
+CUGRAPHS_INLINE void Graph::instantiate() {
+  if (!exec_.captured()) not_replayable("Graph::instantiate");
+  exec_.instantiate();
+}
+
+CUGRAPHS_INLINE void Graph::replay(cudaStream_t stream) {
+  if (!exec_.instantiated()) [[unlikely]]
+    not_replayable("Graph::replay");
+  exec_.launch(stream, pool_, detail::no_inputs, "Graph::replay");
+}
+
+CUGRAPHS_INLINE UpdateResult Graph::update(Graph&& source, const UpdateOptions& opts) {
+  constexpr std::string_view op = "Graph::update";
+  if (&source == this) detail::throw_misuse(op, "a graph cannot be updated from itself");
+  if (!exec_.instantiated()) not_replayable(op);
+  if (source.is_capturing()) detail::throw_misuse(op, "the source graph is still capturing; end its capture first");
+  if (!source.exec_.captured())
+    detail::throw_misuse(op, "the source graph holds no capture{}", source.moved_from_ ? " (it was moved from)" : "");
+  if (source.device_ != device_)
+    detail::throw_misuse(op, "the source graph was captured on device {}, but this graph runs on device {}",
+                         source.device_, device_);
+  UpdateResult r = exec_.update(source.exec_, opts);
+  if (r.applied()) {
+    pool_ = std::move(source.pool_);
+    mode_ = source.mode_;
+  }
+  return r;
+}
+
+CUGRAPHS_INLINE DeviceGraph Graph::device_graph() const {
+  constexpr std::string_view op = "Graph::device_graph";
+  if (!exec_.instantiated()) not_replayable(op);
+  if (!exec_.device_launch())
+    detail::throw_misuse(op, "the graph was not instantiated for launch from the device; capture it with "
+                             "CaptureOptions::device_launch = true");
+  return exec_.device_graph();
+}
+
+CUGRAPHS_INLINE void Graph::check_device_launches() {
+  constexpr std::string_view op = "Graph::check_device_launches";
+  if (const cudaError_t e = exec_.take_device_status(op); e != cudaSuccess)
+    detail::throw_error(e, op, "a launch of this graph from the device failed: {} ({}); a kernel inside a graph must "
+                               "launch it, and not while it runs", cudaGetErrorName(e), cudaGetErrorString(e));
+}
+
+CUGRAPHS_INLINE void Graph::reset() {
+  if (is_capturing() && !capture_->on_this_thread())
+    detail::throw_misuse("Graph::reset", "this graph's capture was begun on another thread; end or abort it on "
+                                         "that thread first");
+  reset_noexcept();
+  moved_from_ = false;
+}
+
+CUGRAPHS_INLINE PoolHandle Graph::pool() const {
+  const auto& p = is_capturing() ? capture_->share.get() : pool_.get();
+  if (!p) not_replayable("Graph::pool");
+  return PoolHandle(p);
+}
+
+CUGRAPHS_INLINE std::size_t Graph::node_count() const {
+  if (!exec_.captured()) return 0;
+  return exec_.with_graph([](cudaGraph_t g) { return detail::node_count(g, "Graph::node_count"); });
+}
+
+CUGRAPHS_INLINE void Graph::debug_dump(const std::string& path) const {
+  constexpr std::string_view op = "Graph::debug_dump";
+  if (!debug_) detail::throw_misuse(op, "debug mode is off; call enable_debug_mode() first");
+  if (!exec_.captured()) not_replayable(op);
+  exec_.with_graph([&](cudaGraph_t g) { detail::write_dot(g, path, op); });
+}
+
+CUGRAPHS_INLINE void Graph::not_replayable(std::string_view op) const {
+  if (moved_from_)
+    detail::throw_misuse(op, "this Graph was moved from; use the Graph it was moved to, or capture into this one "
+                             "again");
+  if (is_capturing()) detail::throw_misuse(op, "the graph is still capturing; call capture_end() first");
+  if (exec_.captured())
+    detail::throw_misuse(op, "the graph was captured but is not instantiated (CaptureOptions::instantiate was "
+                             "false, or instantiation failed); call instantiate() or reset()");
+  detail::throw_misuse(op, "nothing has been captured into this graph; capture it first (capture_begin/"
+                           "capture_end, CaptureScope or capture())");
+}
+
+CUGRAPHS_INLINE detail::CaptureSession& Graph::session(std::string_view op) {
+  if (!is_capturing())
+    detail::throw_misuse(op, "no capture is open on this graph: a conditional scope must be opened inside a "
+                             "capture (CaptureScope, or between capture_begin and capture_end)");
+  return *capture_;
+}
+
+CUGRAPHS_INLINE void Graph::reset_noexcept() noexcept {
+  if (is_capturing() && !capture_->on_this_thread()) {
+    // Destroyed on another thread while capturing: the capturing thread still refers to
+    // the session, so it is left alive (a small leak) rather than freed under it.
+    detail::report_in_destructor(cudaErrorStreamCaptureWrongThread,
+                                 "Graph destroyed on another thread than its open capture's");
+    (void)capture_.release();
+  }
+  capture_abort();
+  exec_.reset();
+  pool_.release();
+}
+
+CUGRAPHS_INLINE void Graph::take(Graph& o) noexcept {
+  exec_ = std::move(o.exec_);
+  pool_ = std::move(o.pool_);
+  capture_ = std::move(o.capture_);
+  if (capture_) capture_->owner = this;  // scopes open on the capture follow the move
+  mode_ = o.mode_;
+  device_ = o.device_;
+  debug_ = o.debug_;
+  moved_from_ = false;
+  o.moved_from_ = true;
+}
+
+}  // namespace cugraphs

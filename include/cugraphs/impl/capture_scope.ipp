@@ -1,0 +1,74 @@
+// The bodies of the functions <cugraphs/capture_scope.hpp> declares: included at its end in
+// header-only builds, compiled once into the cugraphs library when
+// CUGRAPHS_SEPARATE_COMPILATION is defined (config.hpp).
+#pragma once
+
+#include <cugraphs/capture_scope.hpp>
+#include <cugraphs/config.hpp>
+
+namespace cugraphs {
+
+CUGRAPHS_INLINE CaptureScope::CaptureScope(Graph& graph, const CaptureOptions& opts)
+    : graph_(&graph), uncaught_(std::uncaught_exceptions()) {
+  graph.capture_begin(opts);
+  detail::CaptureSession& s = *detail::innermost_capture();  // the capture just begun
+  capture_id_ = s.id;
+  s.streams.push(s.stream);
+}
+
+CUGRAPHS_INLINE CaptureScope::~CaptureScope() noexcept(false) {
+  if (!open_) return;
+  if (std::uncaught_exceptions() > uncaught_) {
+    abort();
+  } else {
+    end();
+  }
+}
+
+CUGRAPHS_INLINE cudaStream_t CaptureScope::stream() const noexcept {
+  const auto* s = session();
+  return s != nullptr ? s->now() : nullptr;
+}
+
+CUGRAPHS_INLINE Graph& CaptureScope::graph() const noexcept {
+  const auto* s = session();
+  return s != nullptr ? *s->owner : *graph_;
+}
+
+CUGRAPHS_INLINE void CaptureScope::end() {
+  constexpr std::string_view op = "CaptureScope::end";
+  if (!open_) detail::throw_misuse(op, "the scope has already ended");
+  detail::CaptureSession* s = session();
+  if (s == nullptr) {
+    open_ = false;
+    detail::throw_misuse(op, "the capture was aborted or ended outside the scope (an exception left a "
+                             "conditional scope, or capture_abort(), capture_end() or reset() was called)");
+  }
+  if (const std::size_t n = s->frames.open_frames().size(); n != 0)  // the scope stays open
+    detail::throw_misuse(op, "{} conditional scope(s) are still open; close them (innermost first) "
+                             "before ending the capture",
+                         n);
+  open_ = false;
+  s->streams.pop();
+  graph_ = s->owner;
+  graph_->capture_end();
+}
+
+CUGRAPHS_INLINE void CaptureScope::abort() noexcept {
+  if (!open_) return;
+  detail::CaptureSession* s = session();
+  open_ = false;
+  if (s != nullptr) {
+    graph_ = s->owner;
+    graph_->capture_abort();  // restores the current stream this scope found
+  }
+}
+
+CUGRAPHS_INLINE void export_dot(const std::string& path) {
+  const auto g = detail::LastCapture::instance().get();
+  if (!g) detail::throw_misuse("export_dot", "no capture has completed yet");
+  std::lock_guard lock(g->m);  // its Graph may be instantiating it on another thread
+  detail::write_dot(g->graph, path, "export_dot");
+}
+
+}  // namespace cugraphs

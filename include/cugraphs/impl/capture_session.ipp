@@ -1,0 +1,104 @@
+// The bodies of the functions <cugraphs/detail/capture_session.hpp> declares: included at its end in
+// header-only builds, compiled once into the cugraphs library when
+// CUGRAPHS_SEPARATE_COMPILATION is defined (config.hpp).
+#pragma once
+
+#include <cugraphs/detail/capture_session.hpp>
+#include <cugraphs/config.hpp>
+
+namespace cugraphs::detail {
+
+CUGRAPHS_INLINE CaptureSession::CaptureSession(std::shared_ptr<Pool> p, cudaStream_t s, cudaStreamCaptureMode m,
+    std::string_view mode_name_, int device_, bool instantiate_, bool device_launch_, bool guard, Graph* owner_,
+    std::string_view op)
+    : pool(std::move(p)), id(next_capture_id()), stream(s), mode(m), mode_name(mode_name_), device(device_),
+        instantiate(instantiate_), device_launch(device_launch_), owner(owner_),
+        frames(s, device_, m, mode_name_, streams) {
+  pool->begin_capture(id);
+  if (const cudaError_t e = cudaStreamBeginCapture(stream, mode); e != cudaSuccess) {
+    pool->end_capture(id);
+    throw_cuda(e, format("{} (cudaStreamBeginCapture)", op), mode_name);
+  }
+  tls_captures.push_back(this);
+  open_ = true;
+  share.attach(pool);
+  log.mark();
+  if (!guard) return;
+  CUGRAPHS_TRY {
+    const auto depth = static_cast<std::size_t>(tls_captures.size() - 1);
+    guard_.fork(stream, device, depth, op);
+  } CUGRAPHS_CATCH_ALL {
+    abort();
+    CUGRAPHS_RETHROW;
+  }
+}
+
+CUGRAPHS_INLINE CaptureSession* CaptureSession::find(std::uint64_t capture_id) noexcept {
+  for (CaptureSession* s : tls_captures)
+    if (s->id == capture_id) return s;
+  return nullptr;
+}
+
+CUGRAPHS_INLINE LaunchRing& CaptureSession::launch_ring(std::string_view op) {
+  if (!ring) ring = std::make_unique<LaunchRing>(op, per_launch, device_launch);
+  return *ring;
+}
+
+CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
+  // The error a refused legacy-stream call left on this thread is read first.
+  const cudaError_t escaped = cudaPeekAtLastError();
+  (void)guard_.join(stream);
+  Captured c;
+  const cudaError_t e = cudaStreamEndCapture(stream, &c.graph);
+  const bool ok = e == cudaSuccess && c.graph != nullptr;
+  const std::string driver_said = e != cudaSuccess ? log.since() : std::string{};
+  if (ring) ring->end_capture();
+  close(ok);
+  if (ok) {
+    c.device_launch = device_launch;
+    c.updatable_nodes = updatable_nodes;
+    c.per_launch = per_launch;
+    c.conditionals = std::move(frames.made());
+    c.share = std::move(share);
+    c.ring = std::move(ring);
+    c.keep_alive = std::move(keep_alive);
+    return c;
+  }
+  if (c.graph != nullptr) report_in_destructor(cudaGraphDestroy(c.graph), "cudaGraphDestroy");
+  const cudaError_t why = e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated;
+  (void)cudaGetLastError();
+  const bool escape = why == cudaErrorStreamCaptureInvalidated && escaped == cudaErrorStreamCaptureImplicit;
+  raise(Error(why, cuda_message(why, escape ? std::string(op) : format("{} (cudaStreamEndCapture)", op), mode_name,
+                                escape ? escape_message() : std::string{}) +
+                       driver_said));
+}
+
+CUGRAPHS_INLINE void CaptureSession::abort() noexcept {
+  if (!open_) return;
+  if (!on_this_thread()) {  // that thread's list of sessions points at it
+    report_in_destructor(cudaErrorStreamCaptureWrongThread,
+                         "Graph::capture_abort (the capture belongs to another thread and stays open)");
+    return;
+  }
+  frames.abandon();
+  (void)guard_.join(stream);
+  cudaGraph_t g = nullptr;
+  (void)cudaStreamEndCapture(stream, &g);
+  if (g != nullptr) report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");
+  (void)cudaGetLastError();  // the capture's own failure is the caller's business
+  ring.reset();              // its generators may advance again
+  close(false);
+  share.release();  // the Graph is left holding nothing of the capture
+  keep_alive.clear();
+  collectives.clear();
+}
+
+CUGRAPHS_INLINE void CaptureSession::close(bool produced_graph) noexcept {
+  streams.restore();
+  std::erase(tls_captures, this);
+  open_ = false;
+  pool->end_capture(id, produced_graph);
+  DeferredFrees::instance().drain();
+}
+
+}  // namespace cugraphs::detail

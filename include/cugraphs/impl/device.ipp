@@ -1,0 +1,86 @@
+// The bodies of the functions <cugraphs/detail/device.hpp> declares: included at its end in
+// header-only builds, compiled once into the cugraphs library when
+// CUGRAPHS_SEPARATE_COMPILATION is defined (config.hpp).
+#pragma once
+
+#include <cugraphs/detail/device.hpp>
+#include <cugraphs/config.hpp>
+
+namespace cugraphs::detail {
+
+CUGRAPHS_INLINE int current_device() {
+  int d = 0;
+  check(cudaGetDevice(&d), "cudaGetDevice");
+  return d;
+}
+
+CUGRAPHS_INLINE int device_count() noexcept {
+  int n = 0;
+  if (cudaGetDeviceCount(&n) != cudaSuccess) {
+    (void)cudaGetLastError();  // leave no stale error behind on machines without a GPU
+    return 0;
+  }
+  return n;
+}
+
+CUGRAPHS_INLINE bool thread_has_context() noexcept {
+  using CtxGetCurrent = int (*)(void**);
+  static const CtxGetCurrent get = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 4000, cudaEnableDefault,
+                                         &found) != cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      fn = nullptr;
+    }
+    return reinterpret_cast<CtxGetCurrent>(fn);
+  }();
+  void* ctx = nullptr;
+  return get != nullptr && get(&ctx) == 0 && ctx != nullptr;
+}
+
+CUGRAPHS_INLINE DeviceGuard::DeviceGuard(int device) {
+  check(cudaGetDevice(&previous_), "cudaGetDevice");
+  if (previous_ != device) {
+    check(cudaSetDevice(device), "cudaSetDevice");
+    switched_ = true;
+  }
+}
+
+CUGRAPHS_INLINE int stream_device(cudaStream_t stream, std::string_view op) {
+  if (is_default_stream(stream)) return current_device();
+  int device = 0;
+  RelaxedCaptureMode relaxed;
+  check(cudaStreamGetDevice(stream, &device), "{}: cudaStreamGetDevice (is the stream alive?)", op);
+  return device;
+}
+
+CUGRAPHS_INLINE cudaError_t synchronize_device(int device) noexcept {
+  RelaxedCaptureMode relaxed;
+  int current = device;
+  cudaError_t e = cudaGetDevice(&current);
+  const bool switched = e == cudaSuccess && current != device;
+  if (switched) e = cudaSetDevice(device);
+  if (e == cudaSuccess) e = cudaDeviceSynchronize();
+  if (switched) (void)cudaSetDevice(current);
+  return e;
+}
+
+CUGRAPHS_INLINE std::shared_ptr<void> private_device_memory(std::size_t bytes, std::string_view what) {
+  RelaxedCaptureMode relaxed;
+  const int device = current_device();
+  void* p = nullptr;
+  check(cudaMalloc(&p, bytes), "{}: cudaMalloc of {} bytes", what, bytes);
+  return std::shared_ptr<void>(p, [device](void* q) {
+    CUGRAPHS_TRY {
+      DeviceGuard on(device);
+      RelaxedCaptureMode relaxed_free;
+      report_in_destructor(cudaFree(q), "cudaFree (library state)");
+    } CUGRAPHS_CATCH_ALL {  // a deleter must not throw (formatting the message could)
+      report_in_destructor(caught_code(), "freeing library state");
+    }
+  });
+}
+
+}  // namespace cugraphs::detail

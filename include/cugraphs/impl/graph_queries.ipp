@@ -1,0 +1,117 @@
+// The bodies of the functions <cugraphs/detail/graph_queries.hpp> declares: included at its end in
+// header-only builds, compiled once into the cugraphs library when
+// CUGRAPHS_SEPARATE_COMPILATION is defined (config.hpp).
+#pragma once
+
+#include <cugraphs/detail/graph_queries.hpp>
+#include <cugraphs/config.hpp>
+
+namespace cugraphs::detail {
+
+CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g, std::string_view op, bool roots) {
+  const auto get = roots ? cudaGraphGetRootNodes : cudaGraphGetNodes;
+  const char* what = roots ? "cudaGraphGetRootNodes" : "cudaGraphGetNodes";
+  std::size_t n = 0;
+  check(get(g, nullptr, &n), "{}: {}", op, what);
+  std::vector<cudaGraphNode_t> nodes(n);
+  if (n != 0) check(get(g, nodes.data(), &n), "{}: {}", op, what);
+  nodes.resize(n);
+  return nodes;
+}
+
+CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::string_view op) {
+  std::size_t n = 0;
+  const auto edges = [&](cudaGraphNode_t* from, cudaGraphNode_t* to) {
+#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+    return cudaGraphGetEdges(g, from, to, nullptr, &n);
+#else
+    return cudaGraphGetEdges(g, from, to, &n);
+#endif
+  };
+  check(edges(nullptr, nullptr), "{}: cudaGraphGetEdges", op);
+  std::vector<cudaGraphNode_t> from(n), to(n);
+  if (n != 0) check(edges(from.data(), to.data()), "{}: cudaGraphGetEdges", op);
+  from.resize(n);
+  std::ranges::sort(from);
+  std::vector<cudaGraphNode_t> sinks;
+  for (cudaGraphNode_t node : graph_nodes(g, op))
+    if (!std::ranges::binary_search(from, node)) sinks.push_back(node);
+  return sinks;
+}
+
+CUGRAPHS_INLINE std::size_t node_count(cudaGraph_t g, std::string_view op) {
+  std::size_t n = 0;
+  check(cudaGraphGetNodes(g, nullptr, &n), "{}: cudaGraphGetNodes", op);
+  return n;
+}
+
+CUGRAPHS_INLINE std::optional<std::size_t> node_index(cudaGraph_t g, cudaGraphNode_t node, std::string_view op) {
+  const auto nodes = graph_nodes(g, op);
+  for (std::size_t i = nodes.size(); i-- > 0;)
+    if (nodes[i] == node) return i;
+  return std::nullopt;
+}
+
+CUGRAPHS_INLINE bool graph_allocates(cudaGraph_t graph, const void* p, std::string_view op) {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  for (cudaGraphNode_t node : graph_nodes(graph, op)) {
+    cudaGraphNodeType type{};
+    check(cudaGraphNodeGetType(node, &type), "{}: cudaGraphNodeGetType", op);
+    if (type == cudaGraphNodeTypeMemAlloc) {
+      cudaMemAllocNodeParams params{};
+      check(cudaGraphMemAllocNodeGetParams(node, &params), "{}: cudaGraphMemAllocNodeGetParams", op);
+      const auto base = reinterpret_cast<std::uintptr_t>(params.dptr);
+      if (address >= base && address - base < params.bytesize) return true;
+    } else if (type == cudaGraphNodeTypeGraph) {
+      cudaGraph_t child = nullptr;
+      check(cudaGraphChildGraphNodeGetGraph(node, &child), "{}: cudaGraphChildGraphNodeGetGraph", op);
+      if (graph_allocates(child, p, op)) return true;
+    }
+  }
+  return false;
+}
+
+CUGRAPHS_INLINE std::optional<NodeAt> node_not_for_device_launch(cudaGraph_t g, std::string_view op) {
+  const auto nodes = graph_nodes(g, op);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    cudaGraphNodeType t{};
+    check(cudaGraphNodeGetType(nodes[i], &t), "{}: cudaGraphNodeGetType", op);
+    switch (t) {
+      case cudaGraphNodeTypeKernel:
+      case cudaGraphNodeTypeMemcpy:
+      case cudaGraphNodeTypeMemset:
+        break;
+      case cudaGraphNodeTypeGraph: {
+        cudaGraph_t child = nullptr;
+        check(cudaGraphChildGraphNodeGetGraph(nodes[i], &child), "{}: cudaGraphChildGraphNodeGetGraph", op);
+        if (const auto inner = node_not_for_device_launch(child, op)) return NodeAt{i, t, inner->inside.value_or(inner->type)};
+        break;
+      }
+      default:
+        return NodeAt{i, t};
+    }
+  }
+  return std::nullopt;
+}
+
+CUGRAPHS_INLINE CaptureInfo capture_info(cudaStream_t s, std::string_view op) {
+  CaptureInfo i;
+#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+  check(cudaStreamGetCaptureInfo(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count),
+        "{}: cudaStreamGetCaptureInfo", op);
+#else
+  check(cudaStreamGetCaptureInfo_v3(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count),
+        "{}: cudaStreamGetCaptureInfo", op);
+#endif
+  return i;
+}
+
+CUGRAPHS_INLINE void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::string_view op) {
+#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+  check(cudaGraphAddDependencies(g, &from, &to, nullptr, 1), "{}: cudaGraphAddDependencies", op);
+#else
+  check(cudaGraphAddDependencies(g, &from, &to, 1), "{}: cudaGraphAddDependencies", op);
+#endif
+}
+
+}  // namespace cugraphs::detail
