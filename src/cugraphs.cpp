@@ -29,6 +29,7 @@ extern const int separate_compilation_without_exceptions = 1;
 #include <cugraphs/impl/conditional_frames.ipp>
 #include <cugraphs/impl/deferred_frees.ipp>
 #include <cugraphs/impl/device.ipp>
+#include <cugraphs/impl/driver_log.ipp>
 #include <cugraphs/impl/error.ipp>
 #include <cugraphs/impl/escape_guard.ipp>
 #include <cugraphs/impl/executable.ipp>

@@ -184,31 +184,18 @@ public:
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   /// Adds an if-node reading `*pred` where the capture stands, and captures its body until
   /// end_capture_to_conditional_node(); current_stream() is the body's stream meanwhile.
-  void begin_capture_to_if_node(const bool* pred) {
-    constexpr std::string_view op = "Graph::begin_capture_to_if_node";
-    (void)session(op).open_conditional(detail::ConditionalKind::If, detail::ConditionSource::device_flag(pred), 1, op);
-  }
+  void begin_capture_to_if_node(const bool* pred);
 
   /// Adds a while-node reading `*pred` before the first iteration and at the end of every
   /// iteration, and captures its body until end_capture_to_conditional_node().
-  void begin_capture_to_while_node(const bool* pred) {
-    constexpr std::string_view op = "Graph::begin_capture_to_while_node";
-    (void)session(op).open_conditional(detail::ConditionalKind::While, detail::ConditionSource::device_flag(pred), 1,
-                                       op);
-  }
+  void begin_capture_to_while_node(const bool* pred);
 
   /// Makes the innermost open while-node re-read its condition from `*pred` at the end of
   /// each iteration.
-  void set_conditional_handle_for_current_node(const bool* pred) {
-    constexpr std::string_view op = "Graph::set_conditional_handle_for_current_node";
-    session(op).conditional([&](auto& frames) { frames.set_refresh(frames.innermost(op).id, pred, op); });
-  }
+  void set_conditional_handle_for_current_node(const bool* pred);
 
   /// Ends the body of the innermost open conditional node.
-  void end_capture_to_conditional_node() {
-    constexpr std::string_view op = "Graph::end_capture_to_conditional_node";
-    session(op).conditional([&](auto& frames) { frames.close(frames.innermost(op).id, op); });
-  }
+  void end_capture_to_conditional_node();
 #endif
 
   /// Lets debug_dump write this graph.

@@ -50,13 +50,7 @@ public:
   /// A condition made now, before its node: kernels captured from here on set it
   /// (Condition::set), and a ConditionalScope opened later at the same nesting level takes
   /// it, adding no node of its own. It is reset to `initial` at every launch of the graph.
-  [[nodiscard]] Condition make_condition(unsigned initial = 0) {
-    constexpr std::string_view op = "CaptureScope::make_condition";
-    detail::CaptureSession* s = session();
-    if (s == nullptr) detail::throw_misuse(op, "the scope's capture has ended or was aborted");
-    const auto c = s->conditional([&](detail::ConditionalFrames& f) { return f.make_condition(initial, op); });
-    return Condition(c.handle, c.graph);
-  }
+  [[nodiscard]] Condition make_condition(unsigned initial = 0);
 #endif
 
   /// Identifies the capture this scope began (ConditionalScope finds it by this id).

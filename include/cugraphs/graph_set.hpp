@@ -15,15 +15,24 @@
 #include <algorithm>
 #include <concepts>
 #include <cstddef>
-#include <exception>
+#include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
-#include <thread>
 #include <utility>
 #include <vector>
 
 namespace cugraphs {
+
+namespace detail {
+// Runs work(context, i) for every i < n, each on a thread of its own, waits for all of them,
+// then rethrows the first failure in index order. Not a template: <thread> stays in the
+// compiled part (graph_set.ipp).
+void run_on_threads(std::size_t n, void* context, void (*work)(void* context, std::size_t i));
+// The collectives (cugraphs/nccl.hpp) recorded so far by capture `capture_id`, open on this
+// thread; none when it is not.
+[[nodiscard]] std::vector<std::string> collectives_of(std::uint64_t capture_id);
+}  // namespace detail
 
 /// How a GraphSet captures.
 struct GraphSetOptions {
@@ -62,41 +71,24 @@ public:
     std::vector<Member> members;
     members.reserve(devices.size());
     for (const int d : devices) members.push_back(Member{d, Graph{}, Stream(d)});
-#if CUGRAPHS_EXCEPTIONS
-    std::vector<std::exception_ptr> failures(devices.size());
-#endif
     std::vector<std::vector<std::string>> collectives(devices.size());
-    {
-      std::vector<std::jthread> threads;
-      threads.reserve(devices.size());
-      for (std::size_t i = 0; i < devices.size(); ++i) {
-        threads.emplace_back([&, i] {
-          CUGRAPHS_TRY {
-            detail::DeviceGuard on(members[i].device);
-            CaptureOptions co;
-            co.mode = opts.mode;
-            co.stream = members[i].stream;  // the set's own: a capture thread's capture_stream() ends with it
-            if (!opts.pools.empty()) co.pool = opts.pools[i];
-            CaptureScope scope(members[i].graph, co);
-            if constexpr (std::invocable<F&, int, CaptureScope&>)
-              step(members[i].device, scope);
-            else
-              step(members[i].device, scope.stream());
-            if (const auto* session = detail::CaptureSession::find(scope.capture_id()))
-              collectives[i] = session->collectives;
-            scope.end();
-          } CUGRAPHS_CATCH_ALL {
-#if CUGRAPHS_EXCEPTIONS
-            failures[i] = std::current_exception();
-#endif
-          }
-        });
-      }
-    }  // the threads join here
-#if CUGRAPHS_EXCEPTIONS
-    for (auto& failure : failures)
-      if (failure) std::rethrow_exception(failure);  // `members` goes: every graph is discarded
-#endif
+    auto capture_one = [&](std::size_t i) {
+      detail::DeviceGuard on(members[i].device);
+      CaptureOptions co;
+      co.mode = opts.mode;
+      co.stream = members[i].stream;  // the set's own: a capture thread's capture_stream() ends with it
+      if (!opts.pools.empty()) co.pool = opts.pools[i];
+      CaptureScope scope(members[i].graph, co);
+      if constexpr (std::invocable<F&, int, CaptureScope&>)
+        step(members[i].device, scope);
+      else
+        step(members[i].device, scope.stream());
+      collectives[i] = detail::collectives_of(scope.capture_id());
+      scope.end();
+    };
+    // On a failure `members` goes: every graph is discarded.
+    detail::run_on_threads(devices.size(), &capture_one,
+                           [](void* f, std::size_t i) { (*static_cast<decltype(capture_one)*>(f))(i); });
     if (const auto mismatch = detail::collective_mismatch(collectives, devices))
       detail::throw_misuse(op, "the captures are not rank-uniform: {}. Every device's step must issue the same "
                                "collectives in the same order; the set is left empty",

@@ -4,8 +4,6 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
-#include <cugraphs/detail/capture_session.hpp>
-#include <cugraphs/detail/pool.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/span.hpp>
 #include <cugraphs/stream.hpp>
@@ -18,11 +16,34 @@
 #include <memory>
 #include <optional>
 #include <span>
+#include <string_view>
 #include <type_traits>
 #include <utility>
 #include <vector>
 
 namespace cugraphs {
+
+namespace detail {
+class Pool;
+struct Block;
+
+// A DeviceBuffer's memory: a block of the pool of the capture open on this thread (`pool`
+// and `block` set), else stream-ordered (cudaMallocAsync on `stream`). Not templates, so
+// that the pool and the capture session stay out of the headers (memory.ipp).
+struct BufferMemory {
+  void* data = nullptr;
+  std::shared_ptr<Pool> pool;
+  Block* block = nullptr;
+};
+[[nodiscard]] BufferMemory allocate_buffer(std::size_t bytes, cudaStream_t stream);
+// Gives the memory back: to its pool, or cudaFreeAsync on `stream` (deferred while `stream`
+// is capturing). Reports failures (a destructor's path), never throws.
+void release_buffer(void* data, cudaStream_t stream, Pool* pool, Block* block) noexcept;
+// Checked pools (PoolOptions::checked): memory written whole holds fresh data again; a read
+// of memory a later out-of-order replay overwrote is refused.
+void note_buffer_written(Pool& pool, const void* p, std::size_t bytes) noexcept;
+void check_buffer_read(const Pool& pool, const void* p, std::size_t bytes, std::string_view op);
+}  // namespace detail
 
 /// Shared ownership of a graph-private memory pool on one device. Copies are cheap and
 /// refer to the same pool. The pool's memory returns to the device only when every handle,
@@ -30,17 +51,17 @@ namespace cugraphs {
 class PoolHandle {
 public:
   /// A unique id, never 0.
-  [[nodiscard]] std::uint64_t id() const noexcept { return pool_->id(); }
-  [[nodiscard]] int device() const noexcept { return pool_->device(); }
+  [[nodiscard]] std::uint64_t id() const noexcept;
+  [[nodiscard]] int device() const noexcept;
   /// Device memory the pool holds (its segments), in bytes.
-  [[nodiscard]] std::size_t reserved_bytes() const { return pool_->reserved_bytes(); }
+  [[nodiscard]] std::size_t reserved_bytes() const;
   /// Bytes of the pool's blocks currently handed out (sizes rounded up to 512 bytes).
-  [[nodiscard]] std::size_t allocated_bytes() const { return pool_->allocated_bytes(); }
+  [[nodiscard]] std::size_t allocated_bytes() const;
   /// Returns fully free segments to the device while no graph refers to the pool (graphs
   /// may still touch freed blocks on replay). Returns the bytes released.
-  std::size_t trim() { return pool_->trim(); }
+  std::size_t trim();
   /// Whether the pool checks the replays of the graphs sharing it (PoolOptions::checked).
-  [[nodiscard]] bool checked() const noexcept { return pool_->checked(); }
+  [[nodiscard]] bool checked() const noexcept;
 
   friend bool operator==(const PoolHandle& a, const PoolHandle& b) noexcept {
     return a.pool_ == b.pool_;
@@ -97,15 +118,10 @@ public:
       detail::throw_misuse("DeviceBuffer", "{} elements of {} bytes overflow the size of the address "
                                            "space (std::size_t); nothing was allocated",
                            count, sizeof(T));
-    if (auto* ctx = detail::innermost_capture()) {
-      pool_ = ctx->pool;
-      block_ = pool_->allocate(bytes(), ctx->id, stream);
-      data_ = reinterpret_cast<T*>(block_->addr);
-    } else {
-      void* p = nullptr;
-      detail::check(cudaMallocAsync(&p, bytes(), stream), "DeviceBuffer: cudaMallocAsync of {} bytes", bytes());
-      data_ = static_cast<T*>(p);
-    }
+    detail::BufferMemory m = detail::allocate_buffer(bytes(), stream);
+    data_ = static_cast<T*>(m.data);
+    pool_ = std::move(m.pool);
+    block_ = m.block;
   }
 
   ~DeviceBuffer() { release(); }
@@ -145,13 +161,13 @@ public:
     detail::check(cudaMemcpyAsync(data_, host.data(), bytes(), cudaMemcpyHostToDevice, stream),
                   "DeviceBuffer::copy_from_host: cudaMemcpyAsync");
     detail::check(cudaStreamSynchronize(stream), "DeviceBuffer::copy_from_host: cudaStreamSynchronize");
-    if (pool_) pool_->note_written(data_, bytes());
+    if (pool_) detail::note_buffer_written(*pool_, data_, bytes());
   }
 
   /// Copies the buffer out to `host` (exactly size() elements) and waits for the copy.
   void copy_to_host(std::span<T> host, cudaStream_t stream = current_stream()) const {
     check_host_copy(host.size(), stream, "DeviceBuffer::copy_to_host");
-    if (pool_) pool_->check_read(data_, bytes(), "DeviceBuffer::copy_to_host");
+    if (pool_) detail::check_buffer_read(*pool_, data_, bytes(), "DeviceBuffer::copy_to_host");
     detail::check(cudaMemcpyAsync(host.data(), data_, bytes(), cudaMemcpyDeviceToHost, stream),
                   "DeviceBuffer::copy_to_host: cudaMemcpyAsync");
     detail::check(cudaStreamSynchronize(stream), "DeviceBuffer::copy_to_host: cudaStreamSynchronize");
@@ -182,22 +198,7 @@ private:
 
   void release() noexcept {
     if (data_ == nullptr) return;
-    if (block_ != nullptr) {
-      pool_->free(block_);
-    } else {
-      cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
-      const cudaError_t queried = cudaStreamIsCapturing(stream_, &st);
-      if (queried == cudaSuccess && st != cudaStreamCaptureStatusNone) {
-        CUGRAPHS_TRY {
-          detail::DeferredFrees::instance().add(data_, stream_);
-        } CUGRAPHS_CATCH_ALL {
-          detail::report_in_destructor(cudaErrorMemoryAllocation, "DeviceBuffer: deferring a free");
-        }
-      } else {
-        if (queried != cudaSuccess) (void)cudaGetLastError();
-        detail::report_in_destructor(cudaFreeAsync(data_, stream_), "DeviceBuffer: cudaFreeAsync");
-      }
-    }
+    detail::release_buffer(data_, stream_, pool_.get(), block_);
     data_ = nullptr;
     size_ = 0;
     block_ = nullptr;

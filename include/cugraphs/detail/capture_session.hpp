@@ -93,12 +93,7 @@ public:
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   // Opens a conditional node where the capture stands (ConditionalFrames::open); every body
   // open on this thread, in any capture, gets a stream of its own.
-  std::uint64_t open_conditional(ConditionalKind kind, ConditionSource source, unsigned bodies, std::string_view op) {
-    std::size_t depth = 0;
-    for (const auto* c : tls_captures) depth += c->frames.open_frames().size();
-    return conditional(
-        [&, this](ConditionalFrames& f) { return f.open(kind, source, bodies, depth, innermost_capture() == this, op); });
-  }
+  std::uint64_t open_conditional(ConditionalKind kind, ConditionSource source, unsigned bodies, std::string_view op);
 #endif
 
   // Ends the capture and closes the session. On failure (an invalidated capture, unjoined

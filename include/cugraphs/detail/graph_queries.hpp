@@ -93,20 +93,8 @@ void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::stri
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 // Adds a node after the stream's current dependencies and makes it the only one.
-inline cudaGraphNode_t add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGraphNodeParams& params,
-                                           std::string_view op) {
-  cudaGraphNode_t node = nullptr;
-#  if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-  check(cudaGraphAddNode(&node, info.graph, info.deps, info.edges, info.count, &params), "{}: cudaGraphAddNode", op);
-  check(cudaStreamUpdateCaptureDependencies(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
-        "{}: cudaStreamUpdateCaptureDependencies", op);
-#  else
-  check(cudaGraphAddNode_v2(&node, info.graph, info.deps, info.edges, info.count, &params), "{}: cudaGraphAddNode", op);
-  check(cudaStreamUpdateCaptureDependencies_v2(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
-        "{}: cudaStreamUpdateCaptureDependencies", op);
-#  endif
-  return node;
-}
+cudaGraphNode_t add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGraphNodeParams& params,
+                                           std::string_view op);
 #endif
 
 }  // namespace cugraphs::detail

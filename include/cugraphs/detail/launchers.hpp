@@ -27,12 +27,8 @@ using SetConditionLauncher = cudaError_t (*)(cudaGraphConditionalHandle handle, 
 
 inline std::atomic<SetConditionLauncher> set_condition_launcher{nullptr};
 
-inline void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
-                                 cudaStream_t stream, std::string_view op) {
-  const SetConditionLauncher launch = set_condition_launcher.load(std::memory_order_acquire);
-  if (launch == nullptr) throw_needs_nvcc(op, "setting a condition from a device flag");
-  check(launch(handle, flag, width, stream), "{}: launching the condition kernel", op);
-}
+void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
+                                 cudaStream_t stream, std::string_view op);
 #endif
 
 // The per-launch ring's kernels (detail/launch_ring.hpp). The head, one block, is put

@@ -191,3 +191,30 @@ CUGRAPHS_INLINE void Graph::take(Graph& o) noexcept {
 }
 
 }  // namespace cugraphs
+
+namespace cugraphs {
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+CUGRAPHS_INLINE void Graph::begin_capture_to_if_node(const bool* pred) {
+  constexpr std::string_view op = "Graph::begin_capture_to_if_node";
+  (void)session(op).open_conditional(detail::ConditionalKind::If, detail::ConditionSource::device_flag(pred), 1, op);
+}
+
+CUGRAPHS_INLINE void Graph::begin_capture_to_while_node(const bool* pred) {
+  constexpr std::string_view op = "Graph::begin_capture_to_while_node";
+  (void)session(op).open_conditional(detail::ConditionalKind::While, detail::ConditionSource::device_flag(pred), 1,
+                                     op);
+}
+
+CUGRAPHS_INLINE void Graph::set_conditional_handle_for_current_node(const bool* pred) {
+  constexpr std::string_view op = "Graph::set_conditional_handle_for_current_node";
+  session(op).conditional([&](auto& frames) { frames.set_refresh(frames.innermost(op).id, pred, op); });
+}
+
+CUGRAPHS_INLINE void Graph::end_capture_to_conditional_node() {
+  constexpr std::string_view op = "Graph::end_capture_to_conditional_node";
+  session(op).conditional([&](auto& frames) { frames.close(frames.innermost(op).id, op); });
+}
+#endif
+
+}  // namespace cugraphs

@@ -72,3 +72,17 @@ CUGRAPHS_INLINE void export_dot(const std::string& path) {
 }
 
 }  // namespace cugraphs
+
+namespace cugraphs {
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+CUGRAPHS_INLINE Condition CaptureScope::make_condition(unsigned initial) {
+  constexpr std::string_view op = "CaptureScope::make_condition";
+  detail::CaptureSession* s = session();
+  if (s == nullptr) detail::throw_misuse(op, "the scope's capture has ended or was aborted");
+  const auto c = s->conditional([&](detail::ConditionalFrames& f) { return f.make_condition(initial, op); });
+  return Condition(c.handle, c.graph);
+}
+#endif
+
+}  // namespace cugraphs

@@ -102,3 +102,17 @@ CUGRAPHS_INLINE void CaptureSession::close(bool produced_graph) noexcept {
 }
 
 }  // namespace cugraphs::detail
+
+namespace cugraphs::detail {
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+CUGRAPHS_INLINE std::uint64_t CaptureSession::open_conditional(ConditionalKind kind, ConditionSource source,
+    unsigned bodies, std::string_view op) {
+  std::size_t depth = 0;
+  for (const auto* c : tls_captures) depth += c->frames.open_frames().size();
+  return conditional(
+      [&, this](ConditionalFrames& f) { return f.open(kind, source, bodies, depth, innermost_capture() == this, op); });
+}
+#endif
+
+}  // namespace cugraphs::detail

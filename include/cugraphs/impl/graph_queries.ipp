@@ -115,3 +115,24 @@ CUGRAPHS_INLINE void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode
 }
 
 }  // namespace cugraphs::detail
+
+namespace cugraphs::detail {
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+CUGRAPHS_INLINE cudaGraphNode_t add_node_to_capture(cudaStream_t s, const CaptureInfo& info,
+    cudaGraphNodeParams& params, std::string_view op) {
+  cudaGraphNode_t node = nullptr;
+#  if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+  check(cudaGraphAddNode(&node, info.graph, info.deps, info.edges, info.count, &params), "{}: cudaGraphAddNode", op);
+  check(cudaStreamUpdateCaptureDependencies(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
+        "{}: cudaStreamUpdateCaptureDependencies", op);
+#  else
+  check(cudaGraphAddNode_v2(&node, info.graph, info.deps, info.edges, info.count, &params), "{}: cudaGraphAddNode", op);
+  check(cudaStreamUpdateCaptureDependencies_v2(s, &node, nullptr, 1, cudaStreamSetCaptureDependencies),
+        "{}: cudaStreamUpdateCaptureDependencies", op);
+#  endif
+  return node;
+}
+#endif
+
+}  // namespace cugraphs::detail

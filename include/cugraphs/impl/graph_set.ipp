@@ -5,6 +5,10 @@
 
 #include <cugraphs/graph_set.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_session.hpp>
+
+#include <exception>
+#include <thread>
 
 namespace cugraphs {
 
@@ -76,3 +80,37 @@ CUGRAPHS_INLINE std::vector<int> GraphSet::chosen_devices(const GraphSetOptions&
 }
 
 }  // namespace cugraphs
+
+namespace cugraphs::detail {
+
+CUGRAPHS_INLINE void run_on_threads(std::size_t n, void* context, void (*work)(void*, std::size_t)) {
+#if CUGRAPHS_EXCEPTIONS
+  std::vector<std::exception_ptr> failures(n);
+#endif
+  {
+    std::vector<std::jthread> threads;
+    threads.reserve(n);
+    for (std::size_t i = 0; i < n; ++i) {
+      threads.emplace_back([&, i] {
+        CUGRAPHS_TRY {
+          work(context, i);
+        } CUGRAPHS_CATCH_ALL {
+#if CUGRAPHS_EXCEPTIONS
+          failures[i] = std::current_exception();
+#endif
+        }
+      });
+    }
+  }  // the threads join here
+#if CUGRAPHS_EXCEPTIONS
+  for (auto& failure : failures)
+    if (failure) std::rethrow_exception(failure);
+#endif
+}
+
+CUGRAPHS_INLINE std::vector<std::string> collectives_of(std::uint64_t capture_id) {
+  if (const auto* session = CaptureSession::find(capture_id)) return session->collectives;
+  return {};
+}
+
+}  // namespace cugraphs::detail

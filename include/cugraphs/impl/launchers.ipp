@@ -21,3 +21,16 @@ CUGRAPHS_INLINE void launch_stage(const StageArgs& args, cudaStream_t stream, st
 }
 
 }  // namespace cugraphs::detail
+
+namespace cugraphs::detail {
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+CUGRAPHS_INLINE void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
+    cudaStream_t stream, std::string_view op) {
+  const SetConditionLauncher launch = set_condition_launcher.load(std::memory_order_acquire);
+  if (launch == nullptr) throw_needs_nvcc(op, "setting a condition from a device flag");
+  check(launch(handle, flag, width, stream), "{}: launching the condition kernel", op);
+}
+#endif
+
+}  // namespace cugraphs::detail

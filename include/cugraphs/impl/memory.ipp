@@ -5,8 +5,61 @@
 
 #include <cugraphs/memory.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_session.hpp>
+#include <cugraphs/detail/deferred_frees.hpp>
+#include <cugraphs/detail/pool.hpp>
 
 namespace cugraphs {
+
+namespace detail {
+
+CUGRAPHS_INLINE BufferMemory allocate_buffer(std::size_t bytes, cudaStream_t stream) {
+  BufferMemory m;
+  if (auto* ctx = innermost_capture()) {
+    m.pool = ctx->pool;
+    m.block = m.pool->allocate(bytes, ctx->id, stream);
+    m.data = reinterpret_cast<void*>(m.block->addr);
+  } else {
+    check(cudaMallocAsync(&m.data, bytes, stream), "DeviceBuffer: cudaMallocAsync of {} bytes", bytes);
+  }
+  return m;
+}
+
+CUGRAPHS_INLINE void release_buffer(void* data, cudaStream_t stream, Pool* pool, Block* block) noexcept {
+  if (block != nullptr) {
+    pool->free(block);
+    return;
+  }
+  cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
+  const cudaError_t queried = cudaStreamIsCapturing(stream, &st);
+  if (queried == cudaSuccess && st != cudaStreamCaptureStatusNone) {
+    CUGRAPHS_TRY {
+      DeferredFrees::instance().add(data, stream);
+    } CUGRAPHS_CATCH_ALL {
+      report_in_destructor(cudaErrorMemoryAllocation, "DeviceBuffer: deferring a free");
+    }
+  } else {
+    if (queried != cudaSuccess) (void)cudaGetLastError();
+    report_in_destructor(cudaFreeAsync(data, stream), "DeviceBuffer: cudaFreeAsync");
+  }
+}
+
+CUGRAPHS_INLINE void note_buffer_written(Pool& pool, const void* p, std::size_t bytes) noexcept {
+  pool.note_written(p, bytes);
+}
+
+CUGRAPHS_INLINE void check_buffer_read(const Pool& pool, const void* p, std::size_t bytes, std::string_view op) {
+  pool.check_read(p, bytes, op);
+}
+
+}  // namespace detail
+
+CUGRAPHS_INLINE std::uint64_t PoolHandle::id() const noexcept { return pool_->id(); }
+CUGRAPHS_INLINE int PoolHandle::device() const noexcept { return pool_->device(); }
+CUGRAPHS_INLINE std::size_t PoolHandle::reserved_bytes() const { return pool_->reserved_bytes(); }
+CUGRAPHS_INLINE std::size_t PoolHandle::allocated_bytes() const { return pool_->allocated_bytes(); }
+CUGRAPHS_INLINE std::size_t PoolHandle::trim() { return pool_->trim(); }
+CUGRAPHS_INLINE bool PoolHandle::checked() const noexcept { return pool_->checked(); }
 
 CUGRAPHS_INLINE PoolHandle graph_pool_handle(int device, const PoolOptions& opts) {
   if (device < 0 || device >= detail::device_count())
