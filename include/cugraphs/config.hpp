@@ -37,7 +37,7 @@
 
 /// cugraphs is header-only unless CUGRAPHS_SEPARATE_COMPILATION is defined (the Meson
 /// dependency defines it): then the bodies of its non-template host functions are compiled
-/// once, into the cugraphs library (src/cugraphs.cu), instead of in every translation unit
+/// once, into the cugraphs library (src/cugraphs.cpp), instead of in every translation unit
 /// that includes a header. Every translation unit of a program must agree.
 #if defined(CUGRAPHS_SEPARATE_COMPILATION)
 #  define CUGRAPHS_INLINE
@@ -47,9 +47,11 @@
 
 #if defined(CUGRAPHS_SEPARATE_COMPILATION)
 namespace cugraphs::detail {
-// The compiled library defines the tag of the exception setting it was built with
-// (src/cugraphs.cpp): a translation unit built with the other setting fails to link, naming
-// the tag, instead of having errors thrown through code built without exceptions.
+// The compiled library defines the tags of the settings it was built with (src/cugraphs.cpp):
+// a translation unit built with another exception setting, or with another meaning of
+// stream 0 (nvcc --default-stream per-thread), fails to link, naming the tag, instead of
+// having errors thrown through code built without exceptions or its work sent to the legacy
+// default stream. Such units use the header-only form.
 #  if CUGRAPHS_EXCEPTIONS
 extern const int separate_compilation_with_exceptions;
 [[maybe_unused, gnu::used]] static const int* const separate_compilation_tag = &separate_compilation_with_exceptions;
@@ -57,6 +59,15 @@ extern const int separate_compilation_with_exceptions;
 extern const int separate_compilation_without_exceptions;
 [[maybe_unused, gnu::used]] static const int* const separate_compilation_tag =
     &separate_compilation_without_exceptions;
+#  endif
+#  if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+extern const int separate_compilation_per_thread_default_stream;
+[[maybe_unused, gnu::used]] static const int* const separate_compilation_stream_tag =
+    &separate_compilation_per_thread_default_stream;
+#  else
+extern const int separate_compilation_legacy_default_stream;
+[[maybe_unused, gnu::used]] static const int* const separate_compilation_stream_tag =
+    &separate_compilation_legacy_default_stream;
 #  endif
 }  // namespace cugraphs::detail
 #endif

@@ -51,6 +51,18 @@ if out=$(nvcc "$work/noexc/mixed.o" "$work/pc/kernels.o" -L"$cuda_lib" $libs -o 
   exit 1
 fi
 echo "mixed exception settings: refused at link time (separate_compilation_without_exceptions)"
+# Likewise a CUDA unit built with --default-stream per-thread (stream 0 means another stream
+# there than in the compiled part).
+# shellcheck disable=SC2086
+nvcc -std=c++20 -arch=sm_90 --default-stream per-thread $cflags -c "$src/tests/consumers/common/kernels.cu" \
+  -o "$work/noexc/per_thread.o"
+# shellcheck disable=SC2086
+if out=$(nvcc "$work/pc/main.o" "$work/noexc/per_thread.o" -L"$cuda_lib" $libs -o "$work/noexc/per_thread" 2>&1) ||
+   [[ $out != *separate_compilation_per_thread_default_stream* ]]; then
+  echo "FAIL: a --default-stream per-thread unit linked against the compiled part:"; echo "$out" | head
+  exit 1
+fi
+echo "per-thread default stream: refused at link time (separate_compilation_per_thread_default_stream)"
 # The header-only package is the one for code built without exceptions.
 cflags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags cugraphs-header-only)
 libs=$(PKG_CONFIG_PATH=$pc_dir pkg-config --libs cugraphs-header-only)
