@@ -11,18 +11,10 @@
 
 namespace cugraphs::detail {
 // Every translation unit compiled in separate mode names the tags of its exception setting
-// and of its default stream (config.hpp); this library defines the ones it was built with, so
-// a program that mixes settings fails to link instead of going wrong quietly.
-#if CUGRAPHS_EXCEPTIONS
-extern const int separate_compilation_with_exceptions = 1;
-#else
-extern const int separate_compilation_without_exceptions = 1;
-#endif
-#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
-extern const int separate_compilation_per_thread_default_stream = 1;
-#else
-extern const int separate_compilation_legacy_default_stream = 1;
-#endif
+// and of its default stream (config.hpp chooses them); this library defines the ones it was
+// built with, so a program that mixes settings fails to link instead of going wrong quietly.
+extern const int CUGRAPHS_DETAIL_EXCEPTIONS_TAG = 1;
+extern const int CUGRAPHS_DETAIL_STREAM_TAG = 1;
 }  // namespace cugraphs::detail
 
 #include <cugraphs/impl/argument_sites.ipp>

@@ -46,29 +46,26 @@
 #endif
 
 #if defined(CUGRAPHS_SEPARATE_COMPILATION)
-namespace cugraphs::detail {
 // The compiled library defines the tags of the settings it was built with (src/cugraphs.cpp):
 // a translation unit built with another exception setting, or with another meaning of
 // stream 0 (nvcc --default-stream per-thread), fails to link, naming the tag, instead of
 // having errors thrown through code built without exceptions or its work sent to the legacy
 // default stream. Such units use the header-only form.
 #  if CUGRAPHS_EXCEPTIONS
-extern const int separate_compilation_with_exceptions;
-[[maybe_unused, gnu::used]] static const int* const separate_compilation_tag = &separate_compilation_with_exceptions;
+#    define CUGRAPHS_DETAIL_EXCEPTIONS_TAG separate_compilation_with_exceptions
 #  else
-extern const int separate_compilation_without_exceptions;
-[[maybe_unused, gnu::used]] static const int* const separate_compilation_tag =
-    &separate_compilation_without_exceptions;
+#    define CUGRAPHS_DETAIL_EXCEPTIONS_TAG separate_compilation_without_exceptions
 #  endif
 #  if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
-extern const int separate_compilation_per_thread_default_stream;
-[[maybe_unused, gnu::used]] static const int* const separate_compilation_stream_tag =
-    &separate_compilation_per_thread_default_stream;
+#    define CUGRAPHS_DETAIL_STREAM_TAG separate_compilation_per_thread_default_stream
 #  else
-extern const int separate_compilation_legacy_default_stream;
-[[maybe_unused, gnu::used]] static const int* const separate_compilation_stream_tag =
-    &separate_compilation_legacy_default_stream;
+#    define CUGRAPHS_DETAIL_STREAM_TAG separate_compilation_legacy_default_stream
 #  endif
+namespace cugraphs::detail {
+extern const int CUGRAPHS_DETAIL_EXCEPTIONS_TAG;
+extern const int CUGRAPHS_DETAIL_STREAM_TAG;
+[[maybe_unused, gnu::used]] static const int* const separate_compilation_tags[] = {&CUGRAPHS_DETAIL_EXCEPTIONS_TAG,
+                                                                                   &CUGRAPHS_DETAIL_STREAM_TAG};
 }  // namespace cugraphs::detail
 #endif
 

@@ -40,29 +40,29 @@ cmake --build "$work/cmake" >"$work/cmake-build.log" 2>&1 || { cat "$work/cmake-
 
 echo "== no-exceptions consumer"
 mkdir -p "$work/noexc"
-# Against the compiled part, built with exceptions, it must fail to link, naming the tag.
+# Linking objects $3... against the compiled part must fail, naming tag $1 ($2 says what).
+refused_at_link() {
+  local tag=$1 what=$2 out
+  shift 2
+  # shellcheck disable=SC2086
+  if out=$(nvcc "$@" -L"$cuda_lib" $libs -o "$work/noexc/refused" 2>&1) || [[ $out != *"$tag"* ]]; then
+    echo "FAIL: $what linked against the compiled part:"; echo "$out" | head
+    exit 1
+  fi
+  echo "$what: refused at link time ($tag)"
+}
+# The compiled part is built with exceptions and the legacy default stream: a -fno-exceptions
+# unit, and a CUDA unit built with --default-stream per-thread (stream 0 means another stream
+# there), must each fail to link.
 # shellcheck disable=SC2086
 g++ -std=c++20 -fno-exceptions $cflags -isystem "$(dirname "$nvcc_bin")/../include" \
   -c "$src/tests/consumers/noexcept/main.cpp" -o "$work/noexc/mixed.o"
-# shellcheck disable=SC2086
-if out=$(nvcc "$work/noexc/mixed.o" "$work/pc/kernels.o" -L"$cuda_lib" $libs -o "$work/noexc/mixed" 2>&1) ||
-   [[ $out != *separate_compilation_without_exceptions* ]]; then
-  echo "FAIL: a -fno-exceptions unit linked against the compiled part built with exceptions:"; echo "$out" | head
-  exit 1
-fi
-echo "mixed exception settings: refused at link time (separate_compilation_without_exceptions)"
-# Likewise a CUDA unit built with --default-stream per-thread (stream 0 means another stream
-# there than in the compiled part).
+refused_at_link separate_compilation_without_exceptions "a -fno-exceptions unit" "$work/noexc/mixed.o" "$work/pc/kernels.o"
 # shellcheck disable=SC2086
 nvcc -std=c++20 -arch=sm_90 --default-stream per-thread $cflags -c "$src/tests/consumers/common/kernels.cu" \
   -o "$work/noexc/per_thread.o"
-# shellcheck disable=SC2086
-if out=$(nvcc "$work/pc/main.o" "$work/noexc/per_thread.o" -L"$cuda_lib" $libs -o "$work/noexc/per_thread" 2>&1) ||
-   [[ $out != *separate_compilation_per_thread_default_stream* ]]; then
-  echo "FAIL: a --default-stream per-thread unit linked against the compiled part:"; echo "$out" | head
-  exit 1
-fi
-echo "per-thread default stream: refused at link time (separate_compilation_per_thread_default_stream)"
+refused_at_link separate_compilation_per_thread_default_stream "a --default-stream per-thread unit" \
+  "$work/pc/main.o" "$work/noexc/per_thread.o"
 # The header-only package is the one for code built without exceptions.
 cflags=$(PKG_CONFIG_PATH=$pc_dir pkg-config --cflags cugraphs-header-only)
 libs=$(PKG_CONFIG_PATH=$pc_dir pkg-config --libs cugraphs-header-only)
