@@ -2,15 +2,19 @@
 // cutlass_80_simt_sgemm_64x64_8x5_nn_align1, reported when test_cublas's GEMM runs in a
 // While body (docs/reliability.md, Sanitizers): cuBLAS's kernel, the tool inside conditional
 // bodies, or cugraphs? The same GEMM (64 x 48 x 32, fp32, column-major, C = A B + C), with no
-// cugraphs at all, in one of five ways given as the argument:
+// cugraphs at all, in one of nine ways given as the argument:
 //   eager       launched on a stream
 //   graph       captured into a plain graph
 //   while       captured into the body of a While node (raw CUDA, one iteration)
 //   while-own   a warp-synchronous kernel of ours (shuffles, __syncwarp) in a While body:
 //               the tool inside a body, with no cuBLAS
 //   graph-own   the same kernel of ours in a plain graph
+//   graph-bar   a block-barrier kernel of ours (__syncthreads, no divergence) in a plain graph
+//   while-bar   the same in a While body: the tool and a block barrier inside a body
+//   device-bar  the same in a graph instantiated for device launch, launched from the host
+//   device      the GEMM in a graph instantiated for device launch, launched from the host
 // Each prints one line and exits 0 when the result matches the host's. synccheck-while-gemm
-// runs all five under `compute-sanitizer --tool synccheck` and prints one line for each.
+// runs all nine under `compute-sanitizer --tool synccheck` and prints one line for each.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -45,6 +49,19 @@ __global__ void warp_sums(const float* x, float* out, int n) {
   for (int offset = 16; offset > 0; offset /= 2) v += __shfl_down_sync(0xffffffffu, v, offset);
   __syncwarp();
   if ((threadIdx.x & 31) == 0 && i < n) out[i / 32] = v;
+}
+
+// Each block's 128 values summed through shared memory, every thread at every barrier.
+__global__ void block_sums(const float* x, float* out, int n) {
+  __shared__ float part[128];
+  const int i = static_cast<int>(blockIdx.x * blockDim.x + threadIdx.x);
+  part[threadIdx.x] = i < n ? x[i] : 0.0f;
+  __syncthreads();
+  for (unsigned half = 64; half > 0; half /= 2) {
+    if (threadIdx.x < half) part[threadIdx.x] += part[threadIdx.x + half];
+    __syncthreads();
+  }
+  if (threadIdx.x == 0) out[blockIdx.x] = part[0];
 }
 
 // Captures `work` on `s` into the body of a While node of `g` that runs once.
@@ -85,7 +102,13 @@ void run(const std::string& how, cudaStream_t s, Work&& work) {
       check(cudaStreamEndCapture(s, &g), "cudaStreamEndCapture");
     }
     cudaGraphExec_t exec = nullptr;
-    check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
+    if (how.rfind("device", 0) == 0) {
+      check(cudaGraphInstantiateWithFlags(&exec, g, cudaGraphInstantiateFlagDeviceLaunch),
+            "cudaGraphInstantiateWithFlags (device launch)");
+      check(cudaGraphUpload(exec, s), "cudaGraphUpload");
+    } else {
+      check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
+    }
     check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
     check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
@@ -98,8 +121,12 @@ void run(const std::string& how, cudaStream_t s, Work&& work) {
 
 int main(int argc, char** argv) {
   const std::string how = argc > 1 ? argv[1] : "while";
-  if (how != "eager" && how != "graph" && how != "while" && how != "while-own" && how != "graph-own") {
-    std::printf("usage: synccheck_while_gemm eager|graph|while|while-own|graph-own\n");
+  static const char* const kWays[] = {"eager",     "graph",     "while",      "graph-own", "while-own",
+                                      "graph-bar", "while-bar", "device-bar", "device"};
+  bool known = false;
+  for (const char* w : kWays) known = known || how == w;
+  if (!known) {
+    std::printf("usage: synccheck_while_gemm eager|graph|while|graph-own|while-own|graph-bar|while-bar|device-bar|device\n");
     return 2;
   }
   cudaStream_t s = nullptr;
@@ -116,7 +143,8 @@ int main(int argc, char** argv) {
   check(cudaMemcpy(db, b.data(), b.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
   check(cudaMemcpy(dc, c.data(), c.size() * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
   bool ok = true;
-  if (how.find("own") == std::string::npos) {
+  const bool own = how.find("-own") != std::string::npos, bar = how.find("-bar") != std::string::npos;
+  if (!own && !bar) {
     cublasHandle_t h = nullptr;
     check(cublasCreate(&h), "cublasCreate");
     check(cublasSetMathMode(h, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
@@ -141,6 +169,22 @@ int main(int argc, char** argv) {
       }
     check(cublasDestroy(h), "cublasDestroy");
     check(cudaFree(workspace), "cudaFree");
+  } else if (bar) {
+    const int n = kM * kK;  // a multiple of 128
+    float* sums = nullptr;
+    check(cudaMalloc(&sums, (n / 128) * sizeof(float)), "cudaMalloc");
+    run(how, s, [&] {
+      block_sums<<<n / 128, 128, 0, s>>>(da, sums, n);
+      check(cudaGetLastError(), "block_sums");
+    });
+    std::vector<float> got(n / 128);
+    check(cudaMemcpy(got.data(), sums, got.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+    for (int b = 0; b < n / 128; ++b) {
+      float want = 0.0f;  // small integers: every order of summation gives the same float
+      for (int l = 0; l < 128; ++l) want += a[static_cast<std::size_t>(b) * 128 + l];
+      ok = ok && got[static_cast<std::size_t>(b)] == want;
+    }
+    check(cudaFree(sums), "cudaFree");
   } else {
     const int n = kM * kK;
     float* sums = nullptr;
