@@ -2,7 +2,7 @@
 // cutlass_80_simt_sgemm_64x64_8x5_nn_align1, reported when test_cublas's GEMM runs in a
 // While body (docs/reliability.md, Sanitizers): cuBLAS's kernel, the tool inside conditional
 // bodies, or cugraphs? The same GEMM (64 x 48 x 32, fp32, column-major, C = A B + C), with no
-// cugraphs at all, in one of nine ways given as the argument:
+// cugraphs at all, in one of ten ways given as the argument:
 //   eager       launched on a stream
 //   graph       captured into a plain graph
 //   while       captured into the body of a While node (raw CUDA, one iteration)
@@ -13,8 +13,10 @@
 //   while-bar   the same in a While body: the tool and a block barrier inside a body
 //   device-bar  the same in a graph instantiated for device launch, launched from the host
 //   device      the GEMM in a graph instantiated for device launch, launched from the host
+//   tail-bar    the block-barrier kernel's device-launch graph tail-launched by a kernel of
+//               another graph: launched from the device, as DeviceGraph launches
 // Each prints one line and exits 0 when the result matches the host's. synccheck-while-gemm
-// runs all nine under `compute-sanitizer --tool synccheck` and prints one line for each.
+// runs all ten under `compute-sanitizer --tool synccheck` and prints one line for each.
 #include <cublas_v2.h>
 #include <cuda_runtime.h>
 
@@ -41,6 +43,8 @@ void check(cublasStatus_t s, const char* what) {
 constexpr int kM = 64, kN = 48, kK = 32;
 
 __global__ void stop(cudaGraphConditionalHandle h) { cudaGraphSetConditional(h, 0); }
+
+__global__ void tail_launch(cudaGraphExec_t exec) { (void)cudaGraphLaunch(exec, cudaStreamGraphTailLaunch); }
 
 // Each warp's 32 values summed by shuffles; lane 0 writes the sum (out has one float a warp).
 __global__ void warp_sums(const float* x, float* out, int n) {
@@ -102,14 +106,29 @@ void run(const std::string& how, cudaStream_t s, Work&& work) {
       check(cudaStreamEndCapture(s, &g), "cudaStreamEndCapture");
     }
     cudaGraphExec_t exec = nullptr;
-    if (how.rfind("device", 0) == 0) {
+    const bool from_device = how.rfind("tail", 0) == 0;
+    if (how.rfind("device", 0) == 0 || from_device) {
       check(cudaGraphInstantiateWithFlags(&exec, g, cudaGraphInstantiateFlagDeviceLaunch),
             "cudaGraphInstantiateWithFlags (device launch)");
       check(cudaGraphUpload(exec, s), "cudaGraphUpload");
     } else {
       check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
     }
-    check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+    if (from_device) {  // a one-kernel graph whose kernel tail-launches exec
+      cudaGraph_t lg = nullptr;
+      cudaGraphExec_t launcher = nullptr;
+      check(cudaStreamBeginCapture(s, cudaStreamCaptureModeRelaxed), "cudaStreamBeginCapture (launcher)");
+      tail_launch<<<1, 1, 0, s>>>(exec);
+      check(cudaGetLastError(), "tail_launch");
+      check(cudaStreamEndCapture(s, &lg), "cudaStreamEndCapture (launcher)");
+      check(cudaGraphInstantiate(&launcher, lg, 0), "cudaGraphInstantiate (launcher)");
+      check(cudaGraphLaunch(launcher, s), "cudaGraphLaunch (launcher)");
+      check(cudaStreamSynchronize(s), "cudaStreamSynchronize (launcher)");
+      check(cudaGraphExecDestroy(launcher), "cudaGraphExecDestroy (launcher)");
+      check(cudaGraphDestroy(lg), "cudaGraphDestroy (launcher)");
+    } else {
+      check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+    }
     check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
     check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
     check(cudaGraphDestroy(g), "cudaGraphDestroy");
@@ -122,11 +141,11 @@ void run(const std::string& how, cudaStream_t s, Work&& work) {
 int main(int argc, char** argv) {
   const std::string how = argc > 1 ? argv[1] : "while";
   static const char* const kWays[] = {"eager",     "graph",     "while",      "graph-own", "while-own",
-                                      "graph-bar", "while-bar", "device-bar", "device"};
+                                      "graph-bar", "while-bar", "device-bar", "device",    "tail-bar"};
   bool known = false;
   for (const char* w : kWays) known = known || how == w;
   if (!known) {
-    std::printf("usage: synccheck_while_gemm eager|graph|while|graph-own|while-own|graph-bar|while-bar|device-bar|device\n");
+    std::printf("usage: synccheck_while_gemm eager|graph|while|graph-own|while-own|graph-bar|while-bar|device-bar|device|tail-bar\n");
     return 2;
   }
   cudaStream_t s = nullptr;
