@@ -1,0 +1,181 @@
+// Where a graphed call's host time goes (issue 29): the CUDA calls that a 16-input
+// GraphedCallable call makes under PerLaunch::Parameters, timed one by one in raw CUDA, and
+// the call itself beside them. A graph of two kernels (a staging copy that takes the 16
+// input addresses as arguments, then a kernel summing the 16 staged inputs) is launched
+//   launch          cudaGraphLaunch alone
+//   launch+event    and cudaEventRecord after it
+//   set+launch      cudaGraphExecKernelNodeSetParams on the staging node (fresh addresses),
+//                   then cudaGraphLaunch
+//   set+launch+event  all three: what a call costs CUDA
+//   call            GraphedCallable::operator() with 16 inputs (cugraphs, header-only)
+// each in batches of 16 calls queued behind a kernel that spins on the GPU timer (so that
+// no call waits for the device), median of 40 batches, microseconds a call. With "idle" as
+// the argument the spin kernel is left out: the calls then run as they are queued.
+//   nvcc -std=c++20 -O2 -arch=sm_90 -Iinclude tools/diagnostics/call_cost.cu -o call_cost
+#include <cugraphs/graph.hpp>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace {
+
+constexpr int kInputs = 16;
+constexpr std::size_t kFloats = 1024;  // 4 KiB an input, as bench_suite's graphed section
+
+void check(cudaError_t e, const char* what) {
+  if (e == cudaSuccess) return;
+  std::printf("%s: %s\n", what, cudaGetErrorString(e));
+  std::exit(1);
+}
+
+struct Sources {
+  const float* p[kInputs];
+};
+
+__global__ void spin(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+__global__ void stage(Sources src, float* dst) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < kFloats * kInputs) dst[i] = src.p[i / kFloats][i % kFloats];
+}
+
+__global__ void sum_staged(const float* staged, float* out) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= kFloats) return;
+  float s = 0.0f;
+  for (int k = 0; k < kInputs; ++k) s += staged[k * kFloats + i];
+  out[i] = s;
+}
+
+__global__ void sum_inputs(Sources src, float* out) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= kFloats) return;
+  float s = 0.0f;
+  for (int k = 0; k < kInputs; ++k) s += src.p[k][i];
+  out[i] = s;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const bool idle = argc > 1 && std::strcmp(argv[1], "idle") == 0;
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  std::vector<float*> inputs(2 * kInputs);
+  for (auto& p : inputs) {
+    check(cudaMalloc(&p, kFloats * sizeof(float)), "cudaMalloc");
+    check(cudaMemset(p, 0, kFloats * sizeof(float)), "cudaMemset");
+  }
+  float *staged = nullptr, *out = nullptr;
+  check(cudaMalloc(&staged, kInputs * kFloats * sizeof(float)), "cudaMalloc");
+  check(cudaMalloc(&out, kFloats * sizeof(float)), "cudaMalloc");
+  Sources first{};
+  for (int k = 0; k < kInputs; ++k) first.p[k] = inputs[k];
+
+  // The raw graph: the staging copy, then the sum.
+  cudaGraph_t g = nullptr;
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  stage<<<(kInputs * kFloats + 255) / 256, 256, 0, s>>>(first, staged);
+  sum_staged<<<(kFloats + 255) / 256, 256, 0, s>>>(staged, out);
+  check(cudaStreamEndCapture(s, &g), "cudaStreamEndCapture");
+  cudaGraphExec_t exec = nullptr;
+  check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
+  std::size_t n = 0;
+  check(cudaGraphGetNodes(g, nullptr, &n), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> nodes(n);
+  check(cudaGraphGetNodes(g, nodes.data(), &n), "cudaGraphGetNodes");
+  cudaGraphNode_t stage_node = nullptr;
+  for (cudaGraphNode_t node : nodes) {
+    cudaKernelNodeParams p{};
+    if (cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess && p.func == reinterpret_cast<void*>(&stage))
+      stage_node = node;
+  }
+  if (stage_node == nullptr) {
+    std::printf("call_cost: no staging node found\n");
+    return 1;
+  }
+  cudaEvent_t done = nullptr;
+  check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+
+  // The same computation as a GraphedCallable (16 inputs of 4 KiB).
+  using In = cugraphs::DeviceSpan<const float>;
+  std::array<std::array<In, kInputs>, 2> sets{};
+  for (int set = 0; set < 2; ++set)
+    for (int k = 0; k < kInputs; ++k) sets[set][k] = In(inputs[set * kInputs + k], kFloats);
+  auto f = [out](const std::array<In, kInputs>& xs) {
+    Sources p{};
+    for (int k = 0; k < kInputs; ++k) p.p[k] = xs[k].data();
+    sum_inputs<<<(kFloats + 255) / 256, 256, 0, cugraphs::current_stream()>>>(p, out);
+  };
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  auto callable = cugraphs::make_graphed_callable(f, sets[0]);
+
+  int turn = 0;
+  Sources next{};
+  cudaKernelNodeParams params{};
+  check(cudaGraphKernelNodeGetParams(stage_node, &params), "cudaGraphKernelNodeGetParams");
+  void* args[] = {&next, &staged};
+  const auto set = [&] {
+    const int base = (turn++ % 2) * kInputs;
+    for (int k = 0; k < kInputs; ++k) next.p[k] = inputs[base + k];
+    params.kernelParams = args;
+    check(cudaGraphExecKernelNodeSetParams(exec, stage_node, &params), "cudaGraphExecKernelNodeSetParams");
+  };
+  const auto launch = [&] { check(cudaGraphLaunch(exec, s), "cudaGraphLaunch"); };
+  const auto record = [&] { check(cudaEventRecord(done, s), "cudaEventRecord"); };
+  const std::vector<std::pair<const char*, std::function<void()>>> ways = {
+      {"launch", launch},
+      {"launch+event", [&] { launch(), record(); }},
+      {"set+launch", [&] { set(), launch(); }},
+      {"set+launch+event", [&] { set(), launch(), record(); }},
+      {"call", [&] { (void)callable(s, sets[turn++ % 2]); }},
+  };
+  constexpr int kBatch = 16, kRounds = 40;
+  std::vector<std::vector<double>> us(ways.size());
+  for (int round = 0; round < kRounds + 3; ++round) {
+    for (std::size_t w = 0; w < ways.size(); ++w) {
+      if (!idle) spin<<<1, 1, 0, s>>>(400'000);  // 0.4 ms: every batch queues behind it
+      const auto t0 = std::chrono::steady_clock::now();
+      for (int i = 0; i < kBatch; ++i) ways[w].second();
+      const double t = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count();
+      check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+      if (round >= 3) us[w].push_back(t / kBatch);
+    }
+  }
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  std::printf("call_cost on %s, %s, host us a call (median of %d batches of %d), per-launch way %s\n", prop.name,
+              idle ? "device idle" : "calls queued behind a spin", kRounds, kBatch,
+              callable.graph().per_launch() == cugraphs::PerLaunch::Parameters ? "Parameters" : "Ring");
+  const double base = median(us[0]);
+  for (std::size_t w = 0; w < ways.size(); ++w)
+    std::printf("  %-18s %6.2f us  (%.2fx launch)\n", ways[w].first, median(us[w]), median(us[w]) / base);
+  check(cudaEventDestroy(done), "cudaEventDestroy");
+  check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
+  check(cudaGraphDestroy(g), "cudaGraphDestroy");
+  for (float* p : inputs) check(cudaFree(p), "cudaFree");
+  check(cudaFree(staged), "cudaFree");
+  check(cudaFree(out), "cudaFree");
+  check(cudaStreamDestroy(s), "cudaStreamDestroy");
+  return 0;
+}
