@@ -11,6 +11,10 @@
 // each in batches of 16 calls queued behind a kernel that spins on the GPU timer (so that
 // no call waits for the device), median of 40 batches, microseconds a call. With "idle" as
 // the argument the spin kernel is left out: the calls then run as they are queued.
+// Then whether an event record node inside a graph stands for the launch that queued it:
+// a graph [20 ms spin, event record node] is launched, and the event is queried at once and
+// waited for (if the launch counts as the record, the query says "not ready" and the wait
+// takes the spin's time; a launch could then tell its end without a cudaEventRecord).
 //   nvcc -std=c++20 -O2 -arch=sm_90 -Iinclude tools/diagnostics/call_cost.cu -o call_cost
 #include <cugraphs/graph.hpp>
 
@@ -162,6 +166,29 @@ int main(int argc, char** argv) {
       if (round >= 3) us[w].push_back(t / kBatch);
     }
   }
+  // An event record node: does the launch count as the event's latest record?
+  cudaEvent_t marker = nullptr;
+  check(cudaEventCreateWithFlags(&marker, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  check(cudaEventRecord(marker, s), "cudaEventRecord");  // complete, before any launch
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  cudaGraph_t mg = nullptr;
+  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
+  spin<<<1, 1, 0, s>>>(20'000'000);
+  check(cudaEventRecord(marker, s), "cudaEventRecord (captured: a record node)");
+  check(cudaStreamEndCapture(s, &mg), "cudaStreamEndCapture");
+  cudaGraphExec_t mexec = nullptr;
+  check(cudaGraphInstantiate(&mexec, mg, 0), "cudaGraphInstantiate");
+  check(cudaGraphLaunch(mexec, s), "cudaGraphLaunch");
+  const cudaError_t at_once = cudaEventQuery(marker);
+  (void)cudaGetLastError();
+  const auto w0 = std::chrono::steady_clock::now();
+  check(cudaEventSynchronize(marker), "cudaEventSynchronize");
+  const double waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - w0).count();
+  check(cudaStreamSynchronize(s), "cudaStreamSynchronize");
+  check(cudaGraphExecDestroy(mexec), "cudaGraphExecDestroy");
+  check(cudaGraphDestroy(mg), "cudaGraphDestroy");
+  check(cudaEventDestroy(marker), "cudaEventDestroy");
+
   cudaDeviceProp prop{};
   check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
   std::printf("call_cost on %s, %s, host us a call (median of %d batches of %d), per-launch way %s\n", prop.name,
@@ -170,6 +197,11 @@ int main(int argc, char** argv) {
   const double base = median(us[0]);
   for (std::size_t w = 0; w < ways.size(); ++w)
     std::printf("  %-18s %6.2f us  (%.2fx launch)\n", ways[w].first, median(us[w]), median(us[w]) / base);
+  std::printf("  event record node: queried right after the launch: %s; cudaEventSynchronize waited %.2f ms "
+              "(the spin: 20 ms): %s\n",
+              at_once == cudaErrorNotReady ? "not ready" : cudaGetErrorString(at_once), waited_ms,
+              at_once == cudaErrorNotReady && waited_ms > 10.0 ? "the launch counts as the record"
+                                                               : "the launch does not count as the record");
   check(cudaEventDestroy(done), "cudaEventDestroy");
   check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
   check(cudaGraphDestroy(g), "cudaGraphDestroy");
