@@ -166,6 +166,14 @@ int main(int argc, char** argv) {
       if (round >= 3) us[w].push_back(t / kBatch);
     }
   }
+  cudaDeviceProp prop{};
+  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
+  std::printf("call_cost on %s, %s, host us a call (median of %d batches of %d), per-launch way %s\n", prop.name,
+              idle ? "device idle" : "calls queued behind a spin", kRounds, kBatch,
+              callable.graph().per_launch() == cugraphs::PerLaunch::Parameters ? "Parameters" : "Ring");
+  const double base = median(us[0]);
+  for (std::size_t w = 0; w < ways.size(); ++w)
+    std::printf("  %-18s %6.2f us  (%.2fx launch)\n", ways[w].first, median(us[w]), median(us[w]) / base);
   // An event record node: does the launch count as the event's latest record?
   cudaEvent_t marker = nullptr;
   check(cudaEventCreateWithFlags(&marker, cudaEventDisableTiming), "cudaEventCreateWithFlags");
@@ -174,7 +182,8 @@ int main(int argc, char** argv) {
   cudaGraph_t mg = nullptr;
   check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
   spin<<<1, 1, 0, s>>>(20'000'000);
-  check(cudaEventRecord(marker, s), "cudaEventRecord (captured: a record node)");
+  // External: an event record node (a plain record in a capture only orders streams).
+  check(cudaEventRecordWithFlags(marker, s, cudaEventRecordExternal), "cudaEventRecordWithFlags (a record node)");
   check(cudaStreamEndCapture(s, &mg), "cudaStreamEndCapture");
   cudaGraphExec_t mexec = nullptr;
   check(cudaGraphInstantiate(&mexec, mg, 0), "cudaGraphInstantiate");
@@ -189,14 +198,6 @@ int main(int argc, char** argv) {
   check(cudaGraphDestroy(mg), "cudaGraphDestroy");
   check(cudaEventDestroy(marker), "cudaEventDestroy");
 
-  cudaDeviceProp prop{};
-  check(cudaGetDeviceProperties(&prop, 0), "cudaGetDeviceProperties");
-  std::printf("call_cost on %s, %s, host us a call (median of %d batches of %d), per-launch way %s\n", prop.name,
-              idle ? "device idle" : "calls queued behind a spin", kRounds, kBatch,
-              callable.graph().per_launch() == cugraphs::PerLaunch::Parameters ? "Parameters" : "Ring");
-  const double base = median(us[0]);
-  for (std::size_t w = 0; w < ways.size(); ++w)
-    std::printf("  %-18s %6.2f us  (%.2fx launch)\n", ways[w].first, median(us[w]), median(us[w]) / base);
   std::printf("  event record node: queried right after the launch: %s; cudaEventSynchronize waited %.2f ms "
               "(the spin: 20 ms): %s\n",
               at_once == cudaErrorNotReady ? "not ready" : cudaGetErrorString(at_once), waited_ms,
