@@ -103,6 +103,45 @@ TEST_CASE("launch: programmatic launches captured into a graph become programmat
   CHECK(plain_result[17] != -1.0f);
 }
 
+// Fails on the code before 2026-12-05: the ring's head and tail are attached after the
+// capture's roots and sinks, found through cudaGraphGetEdges without the edges' data, which
+// CUDA refuses (cudaErrorLossyQuery) on a graph with programmatic edges, so the capture
+// threw "Graph::capture_end (per-launch values): cudaGraphGetEdges".
+TEST_CASE("launch: a graphed callable whose f chains programmatic launches captures with either per-launch way "
+          "and gives the eager result bitwise",
+          "[launch][pdl][graphed][gpu]") {
+  auto x0 = filled(kN, 5);
+  auto x1 = filled(kN, 6);
+  for (const auto per_launch : {cugraphs::PerLaunch::Ring, cugraphs::PerLaunch::Parameters}) {
+    DeviceBuffer<float> mid(kN), out(kN);
+    const auto f = [&](cugraphs::DeviceSpan<const float> x) {
+      cugraphs::LaunchConfig config;
+      config.grid = dim3(static_cast<unsigned>(blocks_for(kN)));
+      config.block = dim3(kThreads);
+      config.programmatic = true;
+      cugraphs::launch(config, link_kernel, mid.data(), x.data(), kN, 1);
+      cugraphs::launch(config, link_kernel, out.data(), static_cast<const float*>(mid.data()), kN, 2);
+    };
+    f(x0.span());  // eager: the reference
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const auto want0 = host(out);
+    f(x1.span());
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const auto want1 = host(out);
+
+    cugraphs::GraphedOptions opts;
+    opts.per_launch = per_launch;
+    auto g = cugraphs::make_graphed_callable(opts, f, cugraphs::DeviceSpan<const float>(x0.span()));
+    CHECK(g.graph().per_launch() == per_launch);
+    for (int call = 0; call < 4; ++call) {
+      put_all(out, -1.0f);  // poisoned
+      (void)g(cugraphs::DeviceSpan<const float>(call % 2 == 0 ? x1.span() : x0.span()));
+      REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+      CHECK(bitwise_equal(host(out), call % 2 == 0 ? want1 : want0));
+    }
+  }
+}
+
 TEST_CASE("launch: a failed launch is an Error naming cugraphs::launch", "[launch][gpu]") {
   DeviceBuffer<float> y(kN);
   cugraphs::LaunchConfig config;

@@ -21,16 +21,20 @@ CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g, std::str
 
 CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::string_view op) {
   std::size_t n = 0;
-  const auto edges = [&](cudaGraphNode_t* from, cudaGraphNode_t* to) {
+  // The edges' data is asked for too: without it CUDA refuses the query (cudaErrorLossyQuery)
+  // on a graph that holds edges other than plain ones, the programmatic edges of a captured
+  // PDL launch say.
+  const auto edges = [&](cudaGraphNode_t* from, cudaGraphNode_t* to, cudaGraphEdgeData* data) {
 #if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-    return cudaGraphGetEdges(g, from, to, nullptr, &n);
+    return cudaGraphGetEdges(g, from, to, data, &n);
 #else
-    return cudaGraphGetEdges(g, from, to, &n);
+    return cudaGraphGetEdges_v2(g, from, to, data, &n);  // CUDA 12.3 to 12.9
 #endif
   };
-  check(edges(nullptr, nullptr), "{}: cudaGraphGetEdges", op);
+  check(edges(nullptr, nullptr, nullptr), "{}: cudaGraphGetEdges", op);
   std::vector<cudaGraphNode_t> from(n), to(n);
-  if (n != 0) check(edges(from.data(), to.data()), "{}: cudaGraphGetEdges", op);
+  std::vector<cudaGraphEdgeData> data(n);
+  if (n != 0) check(edges(from.data(), to.data(), data.data()), "{}: cudaGraphGetEdges", op);
   from.resize(n);
   std::ranges::sort(from);
   std::vector<cudaGraphNode_t> sinks;
