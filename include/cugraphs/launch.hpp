@@ -28,10 +28,14 @@ struct LaunchConfig {
   std::size_t shared_bytes = 0;  ///< dynamic shared memory per block
   /// Programmatic dependent launch (compute capability 9.0 and newer): the kernel may start
   /// while the kernel before it on the stream is still running, and must call pdl::wait()
-  /// before it reads what that kernel wrote; its prologue (index math, loads of constants)
-  /// then overlaps the previous kernel's tail. Captured, the edge from the previous kernel
-  /// becomes a programmatic dependency of the graph. A kernel whose code was built below
-  /// compute capability 9.0 (where pdl::wait() is compiled out) is refused.
+  /// before its first access to global memory, read or write (in a capture a buffer freed
+  /// earlier may lend its memory to a later one, so a write before the wait can land on
+  /// memory the previous kernel still uses), and on every path before it ends (one that never
+  /// waits may finish before the kernel it follows, and work ordered after it would not wait
+  /// for that one); its prologue (index math, loads of parameters) then overlaps the previous
+  /// kernel's tail. Captured, the edge from the previous kernel becomes a programmatic
+  /// dependency of the graph. A kernel whose code was built below compute capability 9.0
+  /// (where pdl::wait() is compiled out) is refused.
   bool programmatic = false;
 };
 
