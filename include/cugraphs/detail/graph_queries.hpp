@@ -94,7 +94,7 @@ void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::stri
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 // Adds a node after the stream's current dependencies and makes it the only one.
 cudaGraphNode_t add_node_to_capture(cudaStream_t s, const CaptureInfo& info, cudaGraphNodeParams& params,
-                                           std::string_view op);
+                                    std::string_view op);
 #endif
 
 }  // namespace cugraphs::detail

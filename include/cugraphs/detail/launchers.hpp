@@ -27,8 +27,8 @@ using SetConditionLauncher = cudaError_t (*)(cudaGraphConditionalHandle handle, 
 
 inline std::atomic<SetConditionLauncher> set_condition_launcher{nullptr};
 
-void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
-                                 cudaStream_t stream, std::string_view op);
+void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width, cudaStream_t stream,
+                          std::string_view op);
 #endif
 
 // The per-launch ring's kernels (detail/launch_ring.hpp). The head, one block, is put

@@ -190,10 +190,6 @@ CUGRAPHS_INLINE void Graph::take(Graph& o) noexcept {
   o.moved_from_ = true;
 }
 
-}  // namespace cugraphs
-
-namespace cugraphs {
-
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 CUGRAPHS_INLINE void Graph::begin_capture_to_if_node(const bool* pred) {
   constexpr std::string_view op = "Graph::begin_capture_to_if_node";

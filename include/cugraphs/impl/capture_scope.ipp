@@ -71,10 +71,6 @@ CUGRAPHS_INLINE void export_dot(const std::string& path) {
   detail::write_dot(g->graph, path, "export_dot");
 }
 
-}  // namespace cugraphs
-
-namespace cugraphs {
-
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 CUGRAPHS_INLINE Condition CaptureScope::make_condition(unsigned initial) {
   constexpr std::string_view op = "CaptureScope::make_condition";

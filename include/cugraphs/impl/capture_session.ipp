@@ -101,10 +101,6 @@ CUGRAPHS_INLINE void CaptureSession::close(bool produced_graph) noexcept {
   DeferredFrees::instance().drain();
 }
 
-}  // namespace cugraphs::detail
-
-namespace cugraphs::detail {
-
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 CUGRAPHS_INLINE std::uint64_t CaptureSession::open_conditional(ConditionalKind kind, ConditionSource source,
     unsigned bodies, std::string_view op) {

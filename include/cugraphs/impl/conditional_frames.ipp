@@ -27,10 +27,6 @@ CUGRAPHS_INLINE void ConditionalFrames::abandon() noexcept {
   frames_.clear();
 }
 
-}  // namespace cugraphs::detail
-
-namespace cugraphs::detail {
-
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 CUGRAPHS_INLINE ConditionSource ConditionSource::made_handle(cudaGraphConditionalHandle h, cudaGraph_t g) noexcept {
   ConditionSource c{Type::Handle, nullptr, 0};

@@ -118,10 +118,6 @@ CUGRAPHS_INLINE void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode
 #endif
 }
 
-}  // namespace cugraphs::detail
-
-namespace cugraphs::detail {
-
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 CUGRAPHS_INLINE cudaGraphNode_t add_node_to_capture(cudaStream_t s, const CaptureInfo& info,
     cudaGraphNodeParams& params, std::string_view op) {

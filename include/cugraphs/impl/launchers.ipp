@@ -20,10 +20,6 @@ CUGRAPHS_INLINE void launch_stage(const StageArgs& args, cudaStream_t stream, st
   check(launch(args, stream), "{}: launching the staging copy", op);
 }
 
-}  // namespace cugraphs::detail
-
-namespace cugraphs::detail {
-
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 CUGRAPHS_INLINE void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
     cudaStream_t stream, std::string_view op) {
