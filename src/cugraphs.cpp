@@ -44,6 +44,7 @@ extern const int CUGRAPHS_DETAIL_STREAM_TAG = 1;
 #include <cugraphs/impl/pool.ipp>
 #include <cugraphs/impl/pool_checks.ipp>
 #include <cugraphs/impl/rng.ipp>
+#include <cugraphs/impl/session_api.ipp>
 #include <cugraphs/impl/staging.ipp>
 #include <cugraphs/impl/stream.ipp>
 #include <cugraphs/impl/update.ipp>

@@ -82,8 +82,8 @@ struct Rig {
   template <class Body>
   void launch(cudaStream_t s, Body&& body) {
     const RingArgs a = args();
-    const void* head = cugraphs::detail::ring_head_kernel.load(std::memory_order_acquire);
-    const void* tail = cugraphs::detail::ring_tail_kernel.load(std::memory_order_acquire);
+    const void* head = cugraphs::detail::ring_head_kernel();
+    const void* tail = cugraphs::detail::ring_tail_kernel();
     REQUIRE(head != nullptr);  // registered by this nvcc translation unit
     REQUIRE(tail != nullptr);
     RingArgs kernel_args = a;

@@ -6,6 +6,8 @@
 // with a warning, on one.
 #include "reliability.cuh"
 
+#include <cugraphs/detail/native_graph.hpp>  // LastCapture, emptied and restored by a test
+
 #include <fmt/format.h>
 
 #include <cstdint>

@@ -6,6 +6,8 @@
 // with a warning, on one.
 #include "reliability.cuh"
 
+#include <cugraphs/detail/launch_ring.hpp>  // kMaxGeneratorsPerGraph
+
 #include <fmt/format.h>
 
 #include <cstdint>

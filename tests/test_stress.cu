@@ -6,6 +6,7 @@
 #include "kernels.cuh"
 #include "testing.hpp"
 
+#include <cugraphs/detail/block_allocator.hpp>  // kSegmentGranularity
 #include <cugraphs/graph.hpp>
 
 #include <algorithm>

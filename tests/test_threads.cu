@@ -8,6 +8,7 @@
 #include "testing.hpp"
 #include "threads.hpp"
 
+#include <cugraphs/detail/block_allocator.hpp>  // kBlockAlignment, round_up
 #include <cugraphs/graph.hpp>
 #include <fmt/format.h>
 

@@ -7,10 +7,8 @@
 
 #include <cugraphs/capture_options.hpp>
 #include <cugraphs/config.hpp>
-#include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/device.hpp>
-#include <cugraphs/detail/executable.hpp>
-#include <cugraphs/detail/native_graph.hpp>
+#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/detail/staging.hpp>
 #include <cugraphs/device_launch.hpp>
 #include <cugraphs/error.hpp>
@@ -22,7 +20,6 @@
 
 #include <concepts>
 #include <cstdint>
-#include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -71,10 +68,7 @@ public:
   /// this launch's input addresses, a word a leaf (0: not copied), and may throw first.
   template <class Stage>
   void replay_staged(cudaStream_t stream, Stage&& stage, std::string_view op) {
-    if (!exec_.instantiated() || !exec_.stages()) [[unlikely]]
-      exec_.instantiated() ? detail::throw_misuse(op, "this graph's capture staged no inputs; use replay()")
-                           : not_replayable(op);
-    exec_.launch(stream, pool_, stage, op);
+    launch_staged(stream, detail::StageRef(stage), op);
   }
 
   /// The seed's stage_and_launch: copies every leaf of `inputs` onto the matching leaf of
@@ -85,7 +79,7 @@ public:
   void stage_and_launch(const Statics& static_inputs, const Inputs& inputs, cudaStream_t stream = current_stream()) {
     constexpr std::string_view op = "Graph::stage_and_launch";
     detail::stage_copies(static_inputs, inputs, stream, op, [&, this] {  // before any copy: nothing is staged
-      if (!exec_.instantiated()) not_replayable(op);
+      if (!is_instantiated()) not_replayable(op);
     });
     replay(stream);
   }
@@ -147,7 +141,7 @@ public:
   /// Whether `node` was taken in the capture this graph runs (or was instantiated from).
   template <class... P>
   [[nodiscard]] bool holds(const KernelNode<P...>& node) const noexcept {
-    return !node.empty() && exec_.holds(node.capture_);
+    return !node.empty() && holds_capture(node.capture_);
   }
 
   /// Destroys the executable and the graph and lets go of the pool (whose memory returns
@@ -161,17 +155,15 @@ public:
   /// The pool this graph captured into; pass it to another capture to share its memory.
   [[nodiscard]] PoolHandle pool() const;
 
-  [[nodiscard]] cudaGraph_t native_graph() const noexcept { return exec_.graph(); }
-  [[nodiscard]] cudaGraphExec_t native_exec() const noexcept { return exec_.exec(); }
-  [[nodiscard]] bool is_capturing() const noexcept { return capture_ && capture_->is_open(); }
+  [[nodiscard]] cudaGraph_t native_graph() const noexcept;
+  [[nodiscard]] cudaGraphExec_t native_exec() const noexcept;
+  [[nodiscard]] bool is_capturing() const noexcept;
   /// How many conditional scopes are open in the current capture.
-  [[nodiscard]] std::size_t open_conditionals() const noexcept {
-    return is_capturing() ? capture_->frames.open_frames().size() : 0;
-  }
-  [[nodiscard]] bool is_instantiated() const noexcept { return exec_.instantiated(); }
+  [[nodiscard]] std::size_t open_conditionals() const noexcept;
+  [[nodiscard]] bool is_instantiated() const noexcept;
   /// How launches hand the graph its fresh random-number offsets and staged inputs:
   /// Parameters or Ring (see PerLaunch); Auto when it takes none.
-  [[nodiscard]] PerLaunch per_launch() const noexcept { return exec_.per_launch(); }
+  [[nodiscard]] PerLaunch per_launch() const noexcept;
   /// How many nodes the captured graph has at its top level (a conditional node counts one;
   /// the per-launch ring's head and tail count too); 0 when nothing is captured.
   [[nodiscard]] std::size_t node_count() const;
@@ -179,7 +171,7 @@ public:
 
   /// The stream capturing now: the innermost open conditional body, else the stream the
   /// capture began on (CaptureScope::stream() is the same); nullptr when not capturing.
-  [[nodiscard]] cudaStream_t stream() const noexcept { return is_capturing() ? capture_->now() : nullptr; }
+  [[nodiscard]] cudaStream_t stream() const noexcept;
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   /// Adds an if-node reading `*pred` where the capture stands, and captures its body until
@@ -213,21 +205,34 @@ private:
   template <class... P>
   void apply_kernel_args(const KernelNode<P...>& node, typename KernelNode<P...>::Arguments values,
                          std::string_view op) {
-    if (!exec_.instantiated()) [[unlikely]]
+    if (!is_instantiated()) [[unlikely]]
       not_replayable(op);
     detail::with_kernel_params(node.launch_, values, [&, this](const cudaKernelNodeParams& p) {
-      exec_.set_kernel_params(node.capture_, node.index_, node.node_, p, op);
+      set_kernel_params(node.capture_, node.index_, node.node_, p, op);
     });
     *node.args_ = std::move(values);  // copies of the node share what the executable runs
   }
+
+  // The non-template steps of the templates above, in the compiled part.
+  void launch_staged(cudaStream_t stream, detail::StageRef stage, std::string_view op);
+  void set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node,
+                         const cudaKernelNodeParams& p, std::string_view op);
+  [[nodiscard]] bool holds_capture(std::uint64_t capture) const noexcept;
+  // The options of a capture for update(fn): as this graph's own capture was made.
+  [[nodiscard]] CaptureOptions recapture_options(std::string_view op) const;
+
+  // The executable and pool share, made on first capture; view() reads an empty one before.
+  detail::GraphCore& core();
+  [[nodiscard]] const detail::GraphCore& view() const noexcept;
 
   void reset_noexcept() noexcept;
 
   void take(Graph& o) noexcept;
 
-  detail::Executable exec_;                          // the captured graph, its executable, ring and updates
-  detail::PoolShare pool_;                           // the pool captured into
-  std::unique_ptr<detail::CaptureSession> capture_;  // set while capturing (and after a self-aborted capture)
+  // The captured graph, its executable, ring and updates, and the share of the pool captured
+  // into (detail/executable.hpp); null until the first capture.
+  detail::Owned<detail::GraphCore> core_;
+  detail::Owned<detail::CaptureSession> capture_;  // set while capturing (and after a self-aborted capture)
   CaptureMode mode_ = CaptureMode::Global;
   int device_ = 0;
   bool debug_ = false;

@@ -5,12 +5,11 @@
 
 #include <cugraphs/capture.hpp>
 #include <cugraphs/condition.hpp>
-#include <cugraphs/detail/capture_session.hpp>
+#include <cugraphs/detail/session_api.hpp>
 
 #include <concepts>
 #include <cstdint>
 #include <exception>
-#include <mutex>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -58,9 +57,7 @@ public:
 
 private:
   // The session of this scope's capture while it is open on this thread, else null.
-  [[nodiscard]] detail::CaptureSession* session() const noexcept {
-    return open_ ? detail::CaptureSession::find(capture_id_) : nullptr;
-  }
+  [[nodiscard]] detail::CaptureSession* session() const noexcept;
 
   Graph* graph_;  // the graph when the scope opened, or when it last saw its capture
   std::uint64_t capture_id_ = 0;
@@ -100,16 +97,10 @@ void capture(Graph& graph, F&& fn, const CaptureOptions& opts = {}) {
 template <class F>
   requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
 UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
-  if (!exec_.instantiated()) not_replayable("Graph::update");
+  const CaptureOptions co = recapture_options("Graph::update");
   Graph next;
   {
     detail::DeviceGuard on(device_);
-    CaptureOptions co;
-    co.pool = pool();
-    co.mode = mode_;
-    co.instantiate = false;
-    co.device_launch = exec_.device_launch();
-    co.per_launch = exec_.per_launch_asked();  // the same choice, so that the topologies can match
     detail::capture_step(next, fn, co);
   }
   return update(std::move(next), opts);
@@ -118,12 +109,12 @@ UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
 template <class F>
   requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
 UpdateResult Graph::capture_or_update(F&& fn, const CaptureOptions& opts) {
-  if (exec_.instantiated()) {
+  if (is_instantiated()) {
     UpdateOptions uo;
     uo.reinstantiate_on_failure = true;
     return update(std::forward<F>(fn), uo);
   }
-  if (exec_.captured() || is_capturing())
+  if (native_graph() != nullptr || is_capturing())
     detail::throw_misuse("Graph::capture_or_update", "the graph holds a capture that is not instantiated, or is "
                                                      "capturing; reset() it first");
   detail::capture_step(*this, fn, opts);

@@ -4,6 +4,7 @@
 #include <cugraphs/capture.hpp>
 #include <cugraphs/condition.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/memory.hpp>
 
 #include <concepts>
@@ -109,10 +110,9 @@ public:
 
   ~ConditionalScope() noexcept(false) {
     if (!open_) return;
-    detail::CaptureSession* s = detail::CaptureSession::find(capture_id_);
-    if (s == nullptr || !s->frames.is_open(frame_id_)) return;
+    if (!detail::conditional_is_open(capture_id_, frame_id_)) return;
     if (std::uncaught_exceptions() > uncaught_) {
-      s->owner->capture_abort();  // leaving by exception discards the whole capture
+      detail::abort_capture(capture_id_);  // leaving by exception discards the whole capture
     } else {
       end();
     }
@@ -128,7 +128,7 @@ public:
   /// scope with a flag, cugraphs sets the condition from the flag (a While at the end of
   /// every iteration too), which would overwrite what a kernel set.
   [[nodiscard]] Condition condition() const {
-    const auto& f = frame();
+    const auto f = frame();
     if (!f.set_by_kernels)
       detail::throw_misuse(op(), "this scope's condition is set from its flag before the node{}, which would "
                                  "overwrite a kernel's set(); open the scope with SetByKernels{{}} to set the "
@@ -141,7 +141,7 @@ public:
   /// ending a scope twice.
   void end() {
     if (!open_) detail::throw_misuse(op(), "this conditional scope has already ended");
-    session().conditional([&, this](detail::ConditionalFrames& f) { f.close(frame_id_, op()); });
+    detail::conditional_step(capture_id_, frame_id_, detail::ConditionalStep::Close, 0, nullptr, op());
     open_ = false;
   }
 
@@ -151,28 +151,28 @@ public:
     requires std::same_as<Kind, While>
   {
     (void)frame();  // a closed scope says so before a null flag does
-    session().conditional([&, this](detail::ConditionalFrames& f) { f.set_refresh(frame_id_, pred, op()); });
+    detail::conditional_step(capture_id_, frame_id_, detail::ConditionalStep::SetRefresh, 0, pred, op());
   }
 
   /// IfElse: ends the then-body and captures the else-body. Once only.
   void otherwise()
     requires std::same_as<Kind, IfElse>
   {
-    if (frame().captured[1]) detail::throw_misuse(op(), "otherwise() was already called");
-    session().conditional([&, this](detail::ConditionalFrames& f) { f.switch_body(frame_id_, 1, op()); });
+    if (frame().else_captured) detail::throw_misuse(op(), "otherwise() was already called");
+    detail::conditional_step(capture_id_, frame_id_, detail::ConditionalStep::SwitchBody, 1, nullptr, op());
   }
 
   /// Switch: ends the active case, if any, and captures case `i`. Each case at most once.
   void case_(unsigned i)
     requires std::same_as<Kind, Switch>
   {
-    session().conditional([&, this](detail::ConditionalFrames& f) { f.switch_body(frame_id_, i, op()); });
+    detail::conditional_step(capture_id_, frame_id_, detail::ConditionalStep::SwitchBody, i, nullptr, op());
   }
 
 private:
   ConditionalScope(CaptureScope& scope, detail::ConditionSource source, unsigned bodies)
       : capture_id_(scope.capture_id()), uncaught_(std::uncaught_exceptions()) {
-    frame_id_ = session().open_conditional(kind, source, bodies, op());
+    frame_id_ = detail::open_conditional(capture_id_, kind, source, bodies, op());
   }
 
   static std::string op() { return detail::format("ConditionalScope<{}>", detail::name(kind)); }
@@ -190,16 +190,8 @@ private:
     return pred.data();
   }
 
-  // The capture this scope belongs to, while it is open on this thread.
-  detail::CaptureSession& session() const {
-    detail::CaptureSession* s = detail::CaptureSession::find(capture_id_);
-    if (s == nullptr || !s->is_open())
-      detail::throw_misuse(op(), "this conditional scope is closed (or its capture was aborted): no capture is "
-                                 "open on this graph");
-    return *s;
-  }
-
-  detail::ConditionalFrame& frame() const { return session().frames.frame(frame_id_, op()); }
+  // This scope's frame, while its capture is open on this thread.
+  [[nodiscard]] detail::FrameView frame() const { return detail::conditional_frame(capture_id_, frame_id_, op()); }
 
   std::uint64_t capture_id_;
   std::uint64_t frame_id_ = 0;
@@ -218,3 +210,7 @@ class ConditionalScope {
 #endif
 
 }  // namespace cugraphs
+
+#if !defined(CUGRAPHS_SEPARATE_COMPILATION)
+#  include <cugraphs/impl/session_api.ipp>
+#endif

@@ -6,7 +6,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <stdexcept>
@@ -40,8 +39,6 @@ using ErrorHandler = void (*)(const Error&) noexcept;
 namespace detail {
 
 void default_error_handler(const Error& e) noexcept;
-
-inline std::atomic<ErrorHandler> error_handler{&default_error_handler};
 
 // Reports `e`: throws it, or, without exceptions, hands it to the handler and aborts.
 [[noreturn]] void raise(Error e);

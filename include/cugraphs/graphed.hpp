@@ -13,7 +13,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <optional>
 #include <span>
@@ -37,6 +36,13 @@ struct GraphedOptions {
 };
 
 namespace detail {
+
+// std::invoke without <functional> (a costly header to parse, docs/performance.md): the
+// same call, through std::apply.
+template <class F, class... A>
+decltype(auto) invoke(F&& f, A&&... args) {
+  return std::apply(std::forward<F>(f), std::forward_as_tuple(std::forward<A>(args)...));
+}
 
 using Owners = std::vector<std::shared_ptr<void>>;
 
@@ -138,7 +144,7 @@ template <class F, class... Args>
 void warm_up_callable(F& f, cudaStream_t s, int iterations, const Args&... samples) {
   constexpr std::string_view op = "make_graphed_callable";
   check_warm_up(op, iterations, samples...);
-  warm_up(op, s, iterations, [&] { return std::invoke(f, samples...); });
+  warm_up(op, s, iterations, [&] { return detail::invoke(f, samples...); });
 }
 
 }  // namespace detail
@@ -195,7 +201,7 @@ public:
       std::apply([&, this](const auto&... statics) { (detail::visit_leaves(statics, next, record), ...); }, *static_inputs_);
       // Each call hands the graph its input addresses (as the copy's arguments, or through
       // the ring's head); this copy, captured before f, moves them onto the static inputs.
-      const auto staging = detail::innermost_capture()->launch_ring(op).stage(input_leaves, op);
+      const auto staging = detail::stage_in_capture(input_leaves, op);
       args_ = {targets_.data(), staging.sources, staging.control, static_cast<unsigned>(input_leaves),
                static_cast<unsigned>(std::clamp<std::size_t>(max_bytes / (256 * 16 * 4), 1, 64)), {}};
       if constexpr (input_leaves > 0) detail::launch_stage(args_, scope.stream(), op);
@@ -268,7 +274,7 @@ public:
       [[maybe_unused]] auto stage_leaf = [&, this](std::size_t i, auto leaf) {
         detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op, names_.leaf);
         if (checked_pool_) [[unlikely]]
-          checked_pool_->check_read(leaf.data(), leaf.size_bytes(), op);
+          detail::check_buffer_read(*checked_pool_, leaf.data(), leaf.size_bytes(), op);
         const void* src = leaf.data();
         const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
         slot[i] = copy ? reinterpret_cast<std::uintptr_t>(src) : 0;

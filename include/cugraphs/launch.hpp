@@ -4,7 +4,7 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
-#include <cugraphs/detail/capture_session.hpp>
+#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/device_launch.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/stream.hpp>
@@ -125,7 +125,7 @@ template <class... P, class... A>
     }
   }
   detail::launch_ex(stream, config, kernel, &node.node, op, args...);
-  if (auto* s = detail::innermost_capture()) s->updatable_nodes = true;  // such a graph is never updated
+  detail::mark_updatable_nodes();  // such a graph is never updated
   return node;
 }
 
@@ -166,4 +166,5 @@ __device__ inline void trigger() {
 
 #if !defined(CUGRAPHS_SEPARATE_COMPILATION)
 #  include <cugraphs/impl/launch.ipp>
+#  include <cugraphs/impl/session_api.ipp>
 #endif

@@ -9,7 +9,7 @@
 #endif
 
 #include <cugraphs/capture.hpp>
-#include <cugraphs/detail/capture_session.hpp>
+#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/span.hpp>
@@ -114,8 +114,7 @@ namespace detail_nccl {
 // Records a collective issued on `stream` in the capture open on this thread, when the
 // stream is capturing (a collective on another stream is not part of this capture).
 inline void record(cudaStream_t stream, std::string line) {
-  auto* session = cugraphs::detail::innermost_capture();
-  if (session != nullptr && cugraphs::is_capturing(stream)) session->collectives.push_back(std::move(line));
+  cugraphs::detail::record_collective(stream, std::move(line));
 }
 }  // namespace detail_nccl
 

@@ -5,18 +5,19 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
-#include <cugraphs/detail/capture_session.hpp>
-#include <cugraphs/detail/launch_ring.hpp>
+#include <cugraphs/detail/device.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/memory.hpp>
 
 #include <cstdint>
-#include <limits>
 #include <memory>
-#include <mutex>
-#include <vector>
+#include <string_view>
 
 namespace cugraphs {
+
+namespace detail {
+struct GeneratorState;
+}  // namespace detail
 
 /// What a kernel needs to draw from Philox; passed by value. Use rng::unpack in device code.
 struct PhiloxArgs {
@@ -50,9 +51,7 @@ class Generator {
 public:
   static constexpr std::uint64_t kDefaultSeed = 0x5eedc0ffee;
 
-  explicit Generator(std::uint64_t seed = kDefaultSeed) : state_(std::make_shared<detail::GeneratorState>()) {
-    state_->seed = seed;
-  }
+  explicit Generator(std::uint64_t seed = kDefaultSeed);
   Generator(Generator&&) noexcept = default;
   Generator& operator=(Generator&&) noexcept = default;
   Generator(const Generator&) = delete;

@@ -4,9 +4,9 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
-#include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/format.hpp>
 #include <cugraphs/detail/graph_queries.hpp>
+#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/stream.hpp>
 
@@ -212,25 +212,9 @@ template <class... D, std::size_t... I>
 template <class... P>
 [[nodiscard]] KernelNode<P...> captured_kernel_node(void (*kernel)(P...), cudaStream_t stream) {
   constexpr std::string_view op = "captured_kernel_node";
-  const detail::CaptureSession* capture = nullptr;
-  for (const auto* c : detail::tls_captures) {
-    if (c->stream == stream) capture = c;
-    for (const auto& f : c->frames.open_frames())
-      if (f.stream == stream && f.active >= 0)
-        detail::throw_misuse(op, "the stream captures a conditional body; nodes inside conditional bodies "
-                                 "cannot be changed in the executable: take nodes of the top-level capture");
-  }
   const auto info = detail::capture_info(stream, op);
-  if (capture == nullptr && info.status == cudaStreamCaptureStatusActive) {
-    // A stream forked from a capture's stream (it waited on an event recorded there): it
-    // captures into that capture's graph.
-    for (const auto* c : detail::tls_captures)
-      if (detail::capture_info(c->stream, op).graph == info.graph) capture = c;
-  }
-  if (capture == nullptr)
-    detail::throw_misuse(op, "the stream is not capturing for a capture open on this thread (CaptureScope::"
-                             "stream(), or a stream forked from it); take the node right after its launch is "
-                             "captured");
+  const std::uint64_t capture =
+      detail::capture_of_stream(stream, info.graph, info.status == cudaStreamCaptureStatusActive, op);
   if (info.status != cudaStreamCaptureStatusActive)
     detail::throw_cuda(cudaErrorStreamCaptureInvalidated, op);
   if (info.count != 1)
@@ -252,7 +236,7 @@ template <class... P>
   if (!index) detail::throw_misuse(op, "the node is not among its graph's nodes");
   KernelNode<P...> k;
   k.node_ = node;
-  k.capture_ = capture->id;
+  k.capture_ = capture;
   k.index_ = *index;
   k.launch_.func = reinterpret_cast<void*>(kernel);  // the form the runtime takes back
   k.launch_.gridDim = p.gridDim;
@@ -273,4 +257,5 @@ template <class... P>
 
 #if !defined(CUGRAPHS_SEPARATE_COMPILATION)
 #  include <cugraphs/impl/update.ipp>
+#  include <cugraphs/impl/session_api.ipp>
 #endif

@@ -13,6 +13,7 @@
 #include <cugraphs/detail/escape_guard.hpp>
 #include <cugraphs/detail/launch_ring.hpp>
 #include <cugraphs/detail/pool.hpp>
+#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/stream.hpp>
 
@@ -27,13 +28,6 @@ class Graph;
 }  // namespace cugraphs
 
 namespace cugraphs::detail {
-
-class CaptureSession;
-inline thread_local std::vector<CaptureSession*> tls_captures;  // open on this thread, innermost last
-
-[[nodiscard]] inline CaptureSession* innermost_capture() noexcept {
-  return tls_captures.empty() ? nullptr : tls_captures.back();
-}
 
 class CaptureSession {
 public:

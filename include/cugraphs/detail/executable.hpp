@@ -179,6 +179,13 @@ private:
   std::shared_ptr<void> status_;  // device launch: the first failed device-side launch
 };
 
+// What a Graph owns once it has captured: the executable side and the share of the pool
+// captured into.
+struct GraphCore {
+  Executable exec;
+  PoolShare pool;
+};
+
 }  // namespace cugraphs::detail
 
 #if !defined(CUGRAPHS_SEPARATE_COMPILATION)

@@ -32,7 +32,7 @@ cudaError_t launch_set_condition_kernel(cudaGraphConditionalHandle handle, const
 // Internal linkage: every nvcc translation unit registers at start-up (an unused inline
 // variable might never be emitted).
 [[maybe_unused]] static const bool kernels_registered = [] {
-  set_condition_launcher.store(&launch_set_condition_kernel<>, std::memory_order_release);
+  register_set_condition(&launch_set_condition_kernel<>);
   return true;
 }();
 #endif
@@ -118,9 +118,8 @@ cudaError_t launch_stage_kernel(const StageArgs& a, cudaStream_t stream) {
 }
 
 [[maybe_unused]] static const bool ring_registered = [] {
-  ring_head_kernel.store(reinterpret_cast<const void*>(&ring_head_kernel_impl<>), std::memory_order_release);
-  ring_tail_kernel.store(reinterpret_cast<const void*>(&ring_tail_kernel_impl<>), std::memory_order_release);
-  stage_launcher.store(&launch_stage_kernel<>, std::memory_order_release);
+  register_ring_kernels(reinterpret_cast<const void*>(&ring_head_kernel_impl<>),
+                        reinterpret_cast<const void*>(&ring_tail_kernel_impl<>), &launch_stage_kernel<>);
   return true;
 }();
 

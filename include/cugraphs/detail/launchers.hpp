@@ -10,7 +10,6 @@
 
 #include <cuda_runtime_api.h>
 
-#include <atomic>
 #include <cstddef>
 #include <string_view>
 
@@ -25,7 +24,8 @@ namespace cugraphs::detail {
 using SetConditionLauncher = cudaError_t (*)(cudaGraphConditionalHandle handle, const void* flag,
                                              unsigned width, cudaStream_t stream);
 
-inline std::atomic<SetConditionLauncher> set_condition_launcher{nullptr};
+// Called by every nvcc translation unit that includes cugraphs/graph.hpp, at start-up.
+CUGRAPHS_INLINE void register_set_condition(SetConditionLauncher launch) noexcept;
 
 void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width, cudaStream_t stream,
                           std::string_view op);
@@ -52,8 +52,9 @@ constexpr unsigned head_threads(const RingArgs& a) noexcept {
   const unsigned words = 2 * a.generators + a.leaves;
   return words <= 32 ? 32 : words >= 1024 ? 1024 : (words + 31) / 32 * 32;
 }
-inline std::atomic<const void*> ring_head_kernel{nullptr};
-inline std::atomic<const void*> ring_tail_kernel{nullptr};
+// The registered head and tail kernels (null until an nvcc translation unit has run).
+[[nodiscard]] CUGRAPHS_INLINE const void* ring_head_kernel() noexcept;
+[[nodiscard]] CUGRAPHS_INLINE const void* ring_tail_kernel() noexcept;
 
 // A graphed callable's staging copy, captured before its function: copies every input
 // address of the launch (a non-null one) onto its static buffer. Grid: (chunks, leaves).
@@ -74,7 +75,9 @@ struct StageArgs {
   const void* inline_sources[kInlineLeaves];  // with control null: this launch's addresses
 };
 using StageLauncher = cudaError_t (*)(const StageArgs& args, cudaStream_t stream);
-inline std::atomic<StageLauncher> stage_launcher{nullptr};
+
+// Called by every nvcc translation unit that includes cugraphs/graph.hpp, at start-up.
+CUGRAPHS_INLINE void register_ring_kernels(const void* head, const void* tail, StageLauncher stage) noexcept;
 
 void launch_stage(const StageArgs& args, cudaStream_t stream, std::string_view op);
 

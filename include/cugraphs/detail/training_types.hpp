@@ -12,7 +12,6 @@
 
 #include <array>
 #include <cstddef>
-#include <functional>
 #include <tuple>
 #include <type_traits>
 #include <utility>
@@ -168,7 +167,7 @@ struct ForwardFn {
   auto operator()(const S&... staged) {
     const auto st = std::forward_as_tuple(staged...);
     auto call = [&, this]<std::size_t... I>(std::index_sequence<I...>) -> decltype(auto) {
-      return std::invoke(fwd, pick_arg<I, A...>(values, st)...);
+      return detail::invoke(fwd, pick_arg<I, A...>(values, st)...);
     };
     constexpr auto all = std::index_sequence_for<A...>{};
     if constexpr (std::is_void_v<Result>) {
@@ -190,10 +189,10 @@ decltype(auto) invoke_backward(Bwd& bwd, const Values& values, const Outputs& ou
   return std::apply(
       [&](const auto&... a) -> decltype(auto) {
         if constexpr (Saving) {
-          return std::invoke(bwd, a..., outputs, saved, grads);
+          return detail::invoke(bwd, a..., outputs, saved, grads);
         } else {
           (void)saved;
-          return std::invoke(bwd, a..., outputs, grads);
+          return detail::invoke(bwd, a..., outputs, grads);
         }
       },
       values);

@@ -5,8 +5,65 @@
 
 #include <cugraphs/capture.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_session.hpp>
+#include <cugraphs/detail/executable.hpp>
+#include <cugraphs/detail/native_graph.hpp>
+
+#include <memory>
 
 namespace cugraphs {
+
+namespace detail {
+CUGRAPHS_INLINE void destroy(GraphCore* c) noexcept { delete c; }
+
+CUGRAPHS_INLINE void abort_capture(std::uint64_t capture) noexcept {
+  if (CaptureSession* s = CaptureSession::find(capture)) s->owner->capture_abort();
+}
+}  // namespace detail
+
+CUGRAPHS_INLINE detail::GraphCore& Graph::core() {
+  if (!core_) core_.reset(new detail::GraphCore);
+  return *core_;
+}
+
+CUGRAPHS_INLINE const detail::GraphCore& Graph::view() const noexcept {
+  static const detail::GraphCore empty;  // nothing captured: every query answers "none"
+  return core_ ? *core_ : empty;
+}
+
+CUGRAPHS_INLINE cudaGraph_t Graph::native_graph() const noexcept { return view().exec.graph(); }
+CUGRAPHS_INLINE cudaGraphExec_t Graph::native_exec() const noexcept { return view().exec.exec(); }
+CUGRAPHS_INLINE bool Graph::is_capturing() const noexcept { return capture_ && capture_->is_open(); }
+CUGRAPHS_INLINE std::size_t Graph::open_conditionals() const noexcept {
+  return is_capturing() ? capture_->frames.open_frames().size() : 0;
+}
+CUGRAPHS_INLINE bool Graph::is_instantiated() const noexcept { return view().exec.instantiated(); }
+CUGRAPHS_INLINE PerLaunch Graph::per_launch() const noexcept { return view().exec.per_launch(); }
+CUGRAPHS_INLINE cudaStream_t Graph::stream() const noexcept { return is_capturing() ? capture_->now() : nullptr; }
+CUGRAPHS_INLINE bool Graph::holds_capture(std::uint64_t capture) const noexcept { return view().exec.holds(capture); }
+
+CUGRAPHS_INLINE void Graph::launch_staged(cudaStream_t stream, detail::StageRef stage, std::string_view op) {
+  if (!core_ || !core_->exec.instantiated() || !core_->exec.stages()) [[unlikely]]
+    is_instantiated() ? detail::throw_misuse(op, "this graph's capture staged no inputs; use replay()")
+                      : not_replayable(op);
+  core_->exec.launch(stream, core_->pool, stage, op);
+}
+
+CUGRAPHS_INLINE void Graph::set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node,
+                                              const cudaKernelNodeParams& p, std::string_view op) {
+  core().exec.set_kernel_params(capture, index, node, p, op);
+}
+
+CUGRAPHS_INLINE CaptureOptions Graph::recapture_options(std::string_view op) const {
+  if (!is_instantiated()) not_replayable(op);
+  CaptureOptions co;
+  co.pool = pool();
+  co.mode = mode_;
+  co.instantiate = false;
+  co.device_launch = view().exec.device_launch();
+  co.per_launch = view().exec.per_launch_asked();  // the same choice, so that the topologies can match
+  return co;
+}
 
 CUGRAPHS_INLINE Graph& Graph::operator=(Graph&& o) noexcept {
   if (this != &o) {
@@ -22,15 +79,15 @@ CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
     detail::throw_misuse(op, "this graph is already capturing; call capture_end() (or capture_abort()) before "
                              "beginning another capture");
   capture_abort();  // a capture a failed conditional scope aborted: let go of it
-  if (exec_.captured())
+  if (view().exec.captured())
     detail::throw_misuse(op, "this graph already holds a captured graph; call reset() before capturing again");
+  (void)core();  // made now: capture_end cannot then fail for want of it
   const auto [stream, device] = detail::capture_target(opts, op);
   auto pool = opts.pool ? opts.pool->impl() : std::make_shared<detail::Pool>(device);
   const bool guard =
       opts.escapes == EscapeCheck::On || (opts.escapes == EscapeCheck::Auto && opts.mode == CaptureMode::Global);
-  capture_ = std::make_unique<detail::CaptureSession>(pool, stream, detail::to_cuda(opts.mode),
-                                                      detail::name(opts.mode), device, opts.instantiate,
-                                                      opts.device_launch, guard, this, op);
+  capture_.reset(new detail::CaptureSession(pool, stream, detail::to_cuda(opts.mode), detail::name(opts.mode),
+                                            device, opts.instantiate, opts.device_launch, guard, this, op));
   capture_->per_launch = opts.per_launch;
   mode_ = opts.mode;
   device_ = device;
@@ -53,13 +110,13 @@ CUGRAPHS_INLINE void Graph::capture_end() {
   CUGRAPHS_TRY {
     auto captured = capture_->end(op);
     capture_.reset();
-    pool_ = std::move(captured.share);
-    exec_.hold(std::move(captured), id, stream, device_);
-    pool_.register_capture(id);
+    core_->pool = std::move(captured.share);
+    core_->exec.hold(std::move(captured), id, stream, device_);
+    core_->pool.register_capture(id);
   } CUGRAPHS_CATCH_ALL {
     capture_.reset();
-    exec_.reset();
-    pool_.release();  // forgets the graph in a checked pool too
+    core_->exec.reset();
+    core_->pool.release();  // forgets the graph in a checked pool too
     CUGRAPHS_RETHROW;
   }
   if (instantiate_now) instantiate();
@@ -72,33 +129,33 @@ CUGRAPHS_INLINE void Graph::capture_abort() noexcept {
     return;
   }
   capture_.reset();  // aborts it, if open
-  pool_.release();
+  if (core_) core_->pool.release();
 }
 
 CUGRAPHS_INLINE void Graph::instantiate() {
-  if (!exec_.captured()) not_replayable("Graph::instantiate");
-  exec_.instantiate();
+  if (!view().exec.captured()) not_replayable("Graph::instantiate");
+  core_->exec.instantiate();
 }
 
 CUGRAPHS_INLINE void Graph::replay(cudaStream_t stream) {
-  if (!exec_.instantiated()) [[unlikely]]
+  if (!core_ || !core_->exec.instantiated()) [[unlikely]]
     not_replayable("Graph::replay");
-  exec_.launch(stream, pool_, detail::no_inputs, "Graph::replay");
+  core_->exec.launch(stream, core_->pool, detail::no_inputs, "Graph::replay");
 }
 
 CUGRAPHS_INLINE UpdateResult Graph::update(Graph&& source, const UpdateOptions& opts) {
   constexpr std::string_view op = "Graph::update";
   if (&source == this) detail::throw_misuse(op, "a graph cannot be updated from itself");
-  if (!exec_.instantiated()) not_replayable(op);
+  if (!is_instantiated()) not_replayable(op);
   if (source.is_capturing()) detail::throw_misuse(op, "the source graph is still capturing; end its capture first");
-  if (!source.exec_.captured())
+  if (!source.view().exec.captured())
     detail::throw_misuse(op, "the source graph holds no capture{}", source.moved_from_ ? " (it was moved from)" : "");
   if (source.device_ != device_)
     detail::throw_misuse(op, "the source graph was captured on device {}, but this graph runs on device {}",
                          source.device_, device_);
-  UpdateResult r = exec_.update(source.exec_, opts);
+  UpdateResult r = core_->exec.update(source.core_->exec, opts);
   if (r.applied()) {
-    pool_ = std::move(source.pool_);
+    core_->pool = std::move(source.core_->pool);
     mode_ = source.mode_;
   }
   return r;
@@ -106,16 +163,17 @@ CUGRAPHS_INLINE UpdateResult Graph::update(Graph&& source, const UpdateOptions& 
 
 CUGRAPHS_INLINE DeviceGraph Graph::device_graph() const {
   constexpr std::string_view op = "Graph::device_graph";
-  if (!exec_.instantiated()) not_replayable(op);
-  if (!exec_.device_launch())
+  if (!is_instantiated()) not_replayable(op);
+  if (!view().exec.device_launch())
     detail::throw_misuse(op, "the graph was not instantiated for launch from the device; capture it with "
                              "CaptureOptions::device_launch = true");
-  return exec_.device_graph();
+  return view().exec.device_graph();
 }
 
 CUGRAPHS_INLINE void Graph::check_device_launches() {
   constexpr std::string_view op = "Graph::check_device_launches";
-  if (const cudaError_t e = exec_.take_device_status(op); e != cudaSuccess)
+  if (!core_) return;  // never launched
+  if (const cudaError_t e = core_->exec.take_device_status(op); e != cudaSuccess)
     detail::throw_error(e, op, "a launch of this graph from the device failed: {} ({}); a kernel inside a graph must "
                                "launch it, and not while it runs", cudaGetErrorName(e), cudaGetErrorString(e));
 }
@@ -129,21 +187,21 @@ CUGRAPHS_INLINE void Graph::reset() {
 }
 
 CUGRAPHS_INLINE PoolHandle Graph::pool() const {
-  const auto& p = is_capturing() ? capture_->share.get() : pool_.get();
+  const auto& p = is_capturing() ? capture_->share.get() : view().pool.get();
   if (!p) not_replayable("Graph::pool");
   return PoolHandle(p);
 }
 
 CUGRAPHS_INLINE std::size_t Graph::node_count() const {
-  if (!exec_.captured()) return 0;
-  return exec_.with_graph([](cudaGraph_t g) { return detail::node_count(g, "Graph::node_count"); });
+  if (!view().exec.captured()) return 0;
+  return view().exec.with_graph([](cudaGraph_t g) { return detail::node_count(g, "Graph::node_count"); });
 }
 
 CUGRAPHS_INLINE void Graph::debug_dump(const std::string& path) const {
   constexpr std::string_view op = "Graph::debug_dump";
   if (!debug_) detail::throw_misuse(op, "debug mode is off; call enable_debug_mode() first");
-  if (!exec_.captured()) not_replayable(op);
-  exec_.with_graph([&](cudaGraph_t g) { detail::write_dot(g, path, op); });
+  if (!view().exec.captured()) not_replayable(op);
+  view().exec.with_graph([&](cudaGraph_t g) { detail::write_dot(g, path, op); });
 }
 
 CUGRAPHS_INLINE void Graph::not_replayable(std::string_view op) const {
@@ -151,7 +209,7 @@ CUGRAPHS_INLINE void Graph::not_replayable(std::string_view op) const {
     detail::throw_misuse(op, "this Graph was moved from; use the Graph it was moved to, or capture into this one "
                              "again");
   if (is_capturing()) detail::throw_misuse(op, "the graph is still capturing; call capture_end() first");
-  if (exec_.captured())
+  if (view().exec.captured())
     detail::throw_misuse(op, "the graph was captured but is not instantiated (CaptureOptions::instantiate was "
                              "false, or instantiation failed); call instantiate() or reset()");
   detail::throw_misuse(op, "nothing has been captured into this graph; capture it first (capture_begin/"
@@ -174,13 +232,14 @@ CUGRAPHS_INLINE void Graph::reset_noexcept() noexcept {
     (void)capture_.release();
   }
   capture_abort();
-  exec_.reset();
-  pool_.release();
+  if (core_) {
+    core_->exec.reset();
+    core_->pool.release();
+  }
 }
 
 CUGRAPHS_INLINE void Graph::take(Graph& o) noexcept {
-  exec_ = std::move(o.exec_);
-  pool_ = std::move(o.pool_);
+  core_ = std::move(o.core_);
   capture_ = std::move(o.capture_);
   if (capture_) capture_->owner = this;  // scopes open on the capture follow the move
   mode_ = o.mode_;

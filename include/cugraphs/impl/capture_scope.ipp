@@ -5,6 +5,10 @@
 
 #include <cugraphs/capture_scope.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_session.hpp>
+#include <cugraphs/detail/native_graph.hpp>
+
+#include <mutex>
 
 namespace cugraphs {
 
@@ -14,6 +18,10 @@ CUGRAPHS_INLINE CaptureScope::CaptureScope(Graph& graph, const CaptureOptions& o
   detail::CaptureSession& s = *detail::innermost_capture();  // the capture just begun
   capture_id_ = s.id;
   s.streams.push(s.stream);
+}
+
+CUGRAPHS_INLINE detail::CaptureSession* CaptureScope::session() const noexcept {
+  return open_ ? detail::CaptureSession::find(capture_id_) : nullptr;
 }
 
 CUGRAPHS_INLINE CaptureScope::~CaptureScope() noexcept(false) {

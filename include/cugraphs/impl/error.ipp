@@ -6,6 +6,8 @@
 #include <cugraphs/error.hpp>
 #include <cugraphs/config.hpp>
 
+#include <atomic>
+
 namespace cugraphs::detail {
 
 CUGRAPHS_INLINE void default_error_handler(const Error& e) noexcept {
@@ -14,11 +16,17 @@ CUGRAPHS_INLINE void default_error_handler(const Error& e) noexcept {
   std::fflush(stderr);
 }
 
+// The handler in force (set_error_handler); constant-initialized, so usable from the start.
+CUGRAPHS_INLINE std::atomic<ErrorHandler>& error_handler() noexcept {
+  static std::atomic<ErrorHandler> handler{&default_error_handler};
+  return handler;
+}
+
 CUGRAPHS_INLINE void raise(Error e) {
 #if CUGRAPHS_EXCEPTIONS
   throw e;
 #else
-  error_handler.load(std::memory_order_acquire)(e);
+  error_handler().load(std::memory_order_acquire)(e);
   std::abort();
 #endif
 }
@@ -42,7 +50,7 @@ CUGRAPHS_INLINE cudaError_t caught_code() noexcept {
 namespace cugraphs {
 
 CUGRAPHS_INLINE ErrorHandler set_error_handler(ErrorHandler handler) noexcept {
-  return detail::error_handler.exchange(handler != nullptr ? handler : &detail::default_error_handler,
+  return detail::error_handler().exchange(handler != nullptr ? handler : &detail::default_error_handler,
                                         std::memory_order_acq_rel);
 }
 

@@ -115,8 +115,8 @@ CUGRAPHS_INLINE bool LaunchRing::refuse_arguments(std::string_view op, std::stri
 }
 
 CUGRAPHS_INLINE void LaunchRing::attach_ring(cudaGraph_t g, std::string_view op) {
-  const void* head_kernel = ring_head_kernel.load(std::memory_order_acquire);
-  const void* tail_kernel = ring_tail_kernel.load(std::memory_order_acquire);
+  const void* head_kernel = ring_head_kernel();
+  const void* tail_kernel = ring_tail_kernel();
   if (head_kernel == nullptr || tail_kernel == nullptr)
     throw_needs_nvcc(op, "a graph that draws random numbers or stages inputs");
   ring_ = HostRing(kSlots, width(), "the per-launch ring");

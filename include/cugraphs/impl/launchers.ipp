@@ -6,7 +6,46 @@
 #include <cugraphs/detail/launchers.hpp>
 #include <cugraphs/config.hpp>
 
+#include <atomic>
+
 namespace cugraphs::detail {
+
+// Where the kernels registered by nvcc translation units are kept: atomics, since threads may
+// launch while a library loaded later registers its copies (the same kernels).
+struct KernelRegistry {
+  std::atomic<const void*> ring_head{nullptr};
+  std::atomic<const void*> ring_tail{nullptr};
+  std::atomic<StageLauncher> stage{nullptr};
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+  std::atomic<SetConditionLauncher> set_condition{nullptr};
+#endif
+};
+
+CUGRAPHS_INLINE KernelRegistry& kernel_registry() noexcept {
+  static KernelRegistry registry;  // constant-initialized: registration at start-up finds it ready
+  return registry;
+}
+
+CUGRAPHS_INLINE void register_ring_kernels(const void* head, const void* tail, StageLauncher stage) noexcept {
+  KernelRegistry& r = kernel_registry();
+  r.ring_head.store(head, std::memory_order_release);
+  r.ring_tail.store(tail, std::memory_order_release);
+  r.stage.store(stage, std::memory_order_release);
+}
+
+CUGRAPHS_INLINE const void* ring_head_kernel() noexcept {
+  return kernel_registry().ring_head.load(std::memory_order_acquire);
+}
+
+CUGRAPHS_INLINE const void* ring_tail_kernel() noexcept {
+  return kernel_registry().ring_tail.load(std::memory_order_acquire);
+}
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+CUGRAPHS_INLINE void register_set_condition(SetConditionLauncher launch) noexcept {
+  kernel_registry().set_condition.store(launch, std::memory_order_release);
+}
+#endif
 
 CUGRAPHS_INLINE void throw_needs_nvcc(std::string_view op, std::string_view what) {
   throw_misuse(op, "{} launches a kernel, and no translation unit of this program compiled by nvcc includes "
@@ -15,7 +54,7 @@ CUGRAPHS_INLINE void throw_needs_nvcc(std::string_view op, std::string_view what
 }
 
 CUGRAPHS_INLINE void launch_stage(const StageArgs& args, cudaStream_t stream, std::string_view op) {
-  const StageLauncher launch = stage_launcher.load(std::memory_order_acquire);
+  const StageLauncher launch = kernel_registry().stage.load(std::memory_order_acquire);
   if (launch == nullptr) throw_needs_nvcc(op, "staging inputs");
   check(launch(args, stream), "{}: launching the staging copy", op);
 }
@@ -23,7 +62,7 @@ CUGRAPHS_INLINE void launch_stage(const StageArgs& args, cudaStream_t stream, st
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 CUGRAPHS_INLINE void launch_set_condition(cudaGraphConditionalHandle handle, const void* flag, unsigned width,
     cudaStream_t stream, std::string_view op) {
-  const SetConditionLauncher launch = set_condition_launcher.load(std::memory_order_acquire);
+  const SetConditionLauncher launch = kernel_registry().set_condition.load(std::memory_order_acquire);
   if (launch == nullptr) throw_needs_nvcc(op, "setting a condition from a device flag");
   check(launch(handle, flag, width, stream), "{}: launching the condition kernel", op);
 }

@@ -5,8 +5,17 @@
 
 #include <cugraphs/rng.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/capture_session.hpp>
+#include <cugraphs/detail/launch_ring.hpp>
+
+#include <limits>
+#include <mutex>
 
 namespace cugraphs {
+
+CUGRAPHS_INLINE Generator::Generator(std::uint64_t seed) : state_(std::make_shared<detail::GeneratorState>()) {
+  state_->seed = seed;
+}
 
 CUGRAPHS_INLINE void Generator::manual_seed(std::uint64_t seed) {
   auto& s = state("Generator::manual_seed");

@@ -1,0 +1,139 @@
+// What the public templates ask of an open capture, through non-template functions: the
+// capture session, the executable and the pool are defined only where the compiled part (or,
+// header-only, the implementation files) needs them, so a translation unit that includes
+// the public headers does not parse their machinery (docs/performance.md, Compile cost).
+#pragma once
+
+#include <cugraphs/config.hpp>
+#include <cugraphs/detail/condition_source.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <span>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+namespace cugraphs::detail {
+
+class CaptureSession;
+struct GraphCore;
+
+inline thread_local std::vector<CaptureSession*> tls_captures;  // open on this thread, innermost last
+
+[[nodiscard]] inline CaptureSession* innermost_capture() noexcept {
+  return tls_captures.empty() ? nullptr : tls_captures.back();
+}
+
+// Deleters of the parts Owned holds, defined beside the parts.
+CUGRAPHS_INLINE void destroy(CaptureSession* s) noexcept;
+CUGRAPHS_INLINE void destroy(GraphCore* c) noexcept;
+
+// The sole owner of a part whose type stays incomplete here: `destroy(T*)`, found by
+// argument-dependent lookup, deletes it where the type is complete.
+template <class T>
+class Owned {
+public:
+  Owned() noexcept = default;
+  explicit Owned(T* p) noexcept : p_(p) {}
+  ~Owned() { reset(); }
+  Owned(Owned&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
+  Owned& operator=(Owned&& o) noexcept {
+    if (this != &o) {
+      reset();
+      p_ = std::exchange(o.p_, nullptr);
+    }
+    return *this;
+  }
+  Owned(const Owned&) = delete;
+  Owned& operator=(const Owned&) = delete;
+
+  void reset(T* p = nullptr) noexcept {
+    if (T* old = std::exchange(p_, p)) destroy(old);
+  }
+  // Gives up ownership without destroying (a part still in use elsewhere).
+  [[nodiscard]] T* release() noexcept { return std::exchange(p_, nullptr); }
+  [[nodiscard]] T* get() const noexcept { return p_; }
+  T* operator->() const noexcept { return p_; }
+  T& operator*() const noexcept { return *p_; }
+  explicit operator bool() const noexcept { return p_ != nullptr; }
+
+private:
+  T* p_ = nullptr;
+};
+
+// ---- conditional scopes (ConditionalScope), on the frames of capture `capture`, open on this thread
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+// Opens a conditional node where the capture stands (ConditionalFrames::open); the error
+// for a capture that is not open names `op`.
+[[nodiscard]] CUGRAPHS_INLINE std::uint64_t open_conditional(std::uint64_t capture, ConditionalKind kind,
+                                                             ConditionSource source, unsigned bodies,
+                                                             std::string_view op);
+
+enum class ConditionalStep : unsigned char { Close, SwitchBody, SetRefresh };
+
+// One step on frame `frame`: close it, switch to body `index`, or (While) re-read `pred`.
+CUGRAPHS_INLINE void conditional_step(std::uint64_t capture, std::uint64_t frame, ConditionalStep step,
+                                      unsigned index, const bool* pred, std::string_view op);
+
+// What a scope reads of its open frame.
+struct FrameView {
+  cudaStream_t stream = nullptr;  // capturing the active body
+  cudaGraphConditionalHandle handle{};
+  bool set_by_kernels = false;
+  bool else_captured = false;  // IfElse: the else-body was begun
+};
+[[nodiscard]] CUGRAPHS_INLINE FrameView conditional_frame(std::uint64_t capture, std::uint64_t frame,
+                                                          std::string_view op);
+
+// Whether frame `frame` of capture `capture` is still open on this thread.
+[[nodiscard]] CUGRAPHS_INLINE bool conditional_is_open(std::uint64_t capture, std::uint64_t frame) noexcept;
+#endif
+
+// Aborts capture `capture` (open on this thread) through the Graph that holds it.
+CUGRAPHS_INLINE void abort_capture(std::uint64_t capture) noexcept;
+
+// ---- other steps inside a capture
+
+// The capture open on this thread that `stream` captures for (its own stream, or one forked
+// from it, whose capture graph is `graph`), for captured_kernel_node; refuses a stream that
+// captures a conditional body, and one of no capture open here.
+[[nodiscard]] CUGRAPHS_INLINE std::uint64_t capture_of_stream(cudaStream_t stream, cudaGraph_t graph,
+                                                              bool active, std::string_view op);
+
+// The innermost capture holds a device-updatable kernel node: its graph is never updated.
+CUGRAPHS_INLINE void mark_updatable_nodes() noexcept;
+
+// What the captured staging copy of a graphed callable reads: whether a launch took a ring
+// slot, and the slot's input addresses (LaunchRing::stage).
+struct StagingWords {
+  const unsigned long long* control;
+  const void* const* sources;
+};
+// Readies staging of `leaves` input addresses per launch in the innermost capture.
+[[nodiscard]] CUGRAPHS_INLINE StagingWords stage_in_capture(std::size_t leaves, std::string_view op);
+
+// A collective captured by the innermost capture (cugraphs/nccl.hpp), when `stream` captures.
+CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line);
+
+// A non-owning reference to a callable taking the input-address words of one launch: how a
+// graphed call hands its staging to the executable without making the launch a template.
+class StageRef {
+public:
+  template <class F>
+  StageRef(F& f) noexcept  // NOLINT(google-explicit-constructor): passed like a reference
+      : obj_(static_cast<void*>(&f)),
+        call_([](void* o, std::span<unsigned long long> words) { (*static_cast<F*>(o))(words); }) {}
+
+  void operator()(std::span<unsigned long long> words) const { call_(obj_, words); }
+
+private:
+  void* obj_;
+  void (*call_)(void*, std::span<unsigned long long>);
+};
+
+}  // namespace cugraphs::detail
