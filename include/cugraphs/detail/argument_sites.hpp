@@ -65,8 +65,10 @@ public:
 
   // Once chosen: the staging copy of `g` reads its addresses from its arguments from now on,
   // none to begin with (a launch outside cugraphs before any call stages nothing), and a graph
-  // that stages gets the event its launches record.
-  void ready(std::string_view op);
+  // that stages gets an event and a node at its end that records it: every launch then
+  // records the event with no call of its own (the node stands for the launch that queued
+  // it), so that the event tells when the owner's buffers are free.
+  void ready(cudaGraph_t g, std::string_view op);
 
   // ---- every launch
 
@@ -87,14 +89,9 @@ public:
     for (PatchedNode& n : patched_) set_node(exec, n, taken, op);
   }
 
-  // After the launch on `stream`: a graph that stages reads its owner's buffers, so an event
-  // recorded after every launch tells when they are free (the executable's launches run in
-  // order, so the last record's completion is all of theirs; an event completes even after
-  // its stream goes).
-  void launched(cudaStream_t stream, std::string_view op);
-
-  // Waits for the event recorded after the last launch (a graph that only draws records
-  // none: like any graph, its launches read nothing that its owner frees).
+  // Waits for the event the last launch records at its end (the executable's launches run in
+  // order, so its completion is all of theirs; a graph that only draws has none: like any
+  // graph, its launches read nothing that its owner frees).
   void wait(std::string_view op) noexcept;
 
   // Sets `target`, a node of `exec`, to `p` (Graph::set_kernel_args): the values in `p` are
@@ -201,7 +198,6 @@ private:
   std::vector<unsigned long long> staged_;  // this launch's input addresses
   cudaGraphExec_t bound_ = nullptr;         // the executable patched_'s targets name
   std::unique_ptr<CUevent_st, EventDeleter> done_;  // recorded after every launch of a graph that stages
-  bool recorded_ = false;                           // since the last wait
 };
 
 }  // namespace cugraphs::detail

@@ -129,7 +129,6 @@ public:
         take_values();
         sites_->set_nodes(exec, taken_, op);
         go();
-        sites_->launched(stream, op);
       });
       return;
     }
@@ -169,7 +168,7 @@ public:
   [[nodiscard]] bool stages() const noexcept { return sources_ != nullptr; }
 
   // Waits until every launch so far has finished: through the ring, until its tail has run;
-  // with values as arguments, until the event recorded after the last one has completed (a
+  // with values as arguments, until the event the last one records at its end has completed (a
   // graph that only draws records none: like any graph, its launches read nothing that its
   // owner frees).
   void wait_all(std::string_view op) noexcept;

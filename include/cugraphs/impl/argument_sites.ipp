@@ -49,12 +49,16 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
   return std::nullopt;
 }
 
-CUGRAPHS_INLINE void ArgumentSites::ready(std::string_view op) {
+CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
   if (rec_.sources != nullptr) {
     RelaxedCaptureMode relaxed;  // a capture may be open on this thread
     cudaEvent_t e = nullptr;
     check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
     done_ = std::unique_ptr<CUevent_st, EventDeleter>(e);
+    const auto sinks = graph_sinks(g, op);
+    cudaGraphNode_t node = nullptr;
+    check(cudaGraphAddEventRecordNode(&node, g, sinks.data(), sinks.size(), e),
+          "{}: cudaGraphAddEventRecordNode (the end of a launch)", op);
   }
   for (PatchedNode& n : patched_) {
     if (!n.stage) continue;
@@ -68,26 +72,13 @@ CUGRAPHS_INLINE void ArgumentSites::ready(std::string_view op) {
   staged_.assign(rec_.leaves, 0);
 }
 
-CUGRAPHS_INLINE void ArgumentSites::launched(cudaStream_t stream, std::string_view op) {
-  if (!done_) return;
-  if (const cudaError_t e = cudaEventRecord(done_.get(), stream); e != cudaSuccess) [[unlikely]] {
-    // The launch is queued and the event cannot tell when it ends: wait for it here,
-    // before anything it reads can go.
-    RelaxedCaptureMode relaxed;
-    (void)cudaStreamSynchronize(stream);
-    throw_cuda(e, format("{}: recording the launch's end (cudaEventRecord)", op));
-  }
-  recorded_ = true;
-}
-
 CUGRAPHS_INLINE void ArgumentSites::wait(std::string_view op) noexcept {
-  if (!recorded_) return;
+  if (!done_) return;
   RelaxedCaptureMode relaxed;  // a capture open on this thread must go on
   if (const cudaError_t e = cudaEventSynchronize(done_.get()); e != cudaSuccess) {
     (void)cudaGetLastError();
     report_in_destructor(e, op);
   }
-  recorded_ = false;
 }
 
 CUGRAPHS_INLINE std::optional<DrawMade> ArgumentSites::draw_at(const std::byte* at) const noexcept {

@@ -67,7 +67,7 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
       if (const auto why = sites.find(g, facts.conditionals, op)) {
         (void)refuse_arguments(op, *why);
       } else if (policy_ == PerLaunch::Parameters || sites.nodes() <= kAutoParameterNodes) {
-        sites.ready(op);
+        sites.ready(g, op);
         sites_.emplace(std::move(sites));
         return;
       }
