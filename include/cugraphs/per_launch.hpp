@@ -8,9 +8,10 @@ namespace cugraphs {
 /// graphed callable's input addresses). Both ways give the same results; they differ in
 /// cost. Parameters: before each launch, the kernel nodes that take such values get this
 /// launch's as kernel arguments (cudaGraphExecKernelNodeSetParams, which leaves launches
-/// already queued as they were): no device work is added, and the host pays one node update
-/// a kernel that takes values. Ring: the host posts the values to a pinned ring, a head
-/// kernel takes them before the graph's first nodes and a tail kernel after its last counts
+/// already queued as they were): no kernel is added (a graph that stages gets one event
+/// record node at its end, which marks when a launch has finished), and the host pays one
+/// node update a kernel that takes values. Ring: the host posts the values to a pinned ring,
+/// a head kernel takes them before the graph's first nodes and a tail kernel after its last counts
 /// the launch done: two kernels in series with the graph's work, a host cost that does not
 /// grow with the graph. Auto: Parameters when every value reaches its kernels as an argument
 /// of a top-level kernel node and no other way (not inside a conditional body or a child

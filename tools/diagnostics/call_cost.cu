@@ -6,7 +6,8 @@
 //   launch+event    and cudaEventRecord after it
 //   set+launch      cudaGraphExecKernelNodeSetParams on the staging node (fresh addresses),
 //                   then cudaGraphLaunch
-//   set+launch+event  all three: what a call costs CUDA
+//   set+launch+event  all three: what a call cost CUDA until the event became a node of the
+//                   graph (now set+launch is)
 //   call            GraphedCallable::operator() with 16 inputs (cugraphs, header-only)
 // each in batches of 16 calls queued behind a kernel that spins on the GPU timer (so that
 // no call waits for the device), median of 40 batches, microseconds a call. With "idle" as

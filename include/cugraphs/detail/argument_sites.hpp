@@ -94,6 +94,9 @@ public:
   // graph, its launches read nothing that its owner frees).
   void wait(std::string_view op) noexcept;
 
+  // The event the graph's last node records (null for a graph that does not stage).
+  [[nodiscard]] std::shared_ptr<void> end_event() const noexcept { return done_; }
+
   // Sets `target`, a node of `exec`, to `p` (Graph::set_kernel_args): the values in `p` are
   // found afresh and the node is set with the last launch's (so that later launches keep the
   // change, and a launch outside cugraphs repeats the last values); a node that took no
@@ -197,7 +200,9 @@ private:
   std::vector<PatchedNode> patched_;
   std::vector<unsigned long long> staged_;  // this launch's input addresses
   cudaGraphExec_t bound_ = nullptr;         // the executable patched_'s targets name
-  std::unique_ptr<CUevent_st, EventDeleter> done_;  // recorded after every launch of a graph that stages
+  // For a graph that stages: recorded by the graph's last node at the end of every launch;
+  // shared with the graph's holder (NativeGraph::keep), since the node names it.
+  std::shared_ptr<CUevent_st> done_;
 };
 
 }  // namespace cugraphs::detail

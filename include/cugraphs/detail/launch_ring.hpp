@@ -5,7 +5,8 @@
 // - As kernel arguments (ArgumentSites, argument_sites.hpp): the kernel nodes whose
 //   arguments hold a draw's PhiloxArgs or the staging copy's StageArgs are found, and before
 //   each launch they are set to this launch's values (cudaGraphExecKernelNodeSetParams
-//   applies to later launches only). No device work is added.
+//   applies to later launches only). No kernel is added; a graph that stages gets an event
+//   record node after its last nodes (ArgumentSites::ready).
 // - Through a ring: one head kernel goes before the graph's first nodes and one tail kernel
 //   after its last. The host writes launch k's values in slot k % slots of a pinned HostRing,
 //   publishes the tag k + 1, then launches. The head takes the slot if its tag is there: the
@@ -162,6 +163,12 @@ public:
       [[unlikely]] {
       throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
     }
+  }
+
+  // The event that a graph staging by arguments records at the end of each launch, through
+  // its last node (ArgumentSites::ready); null otherwise. The graph's holder keeps it.
+  [[nodiscard]] std::shared_ptr<void> end_event() const noexcept {
+    return sites_ ? sites_->end_event() : nullptr;
   }
 
   // Whether launches stage a graphed callable's inputs.

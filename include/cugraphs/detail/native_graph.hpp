@@ -24,6 +24,9 @@ namespace cugraphs::detail {
 // completed capture after its Graph was reset.
 struct NativeGraph {
   cudaGraph_t graph;
+  // What the graph's nodes name and must outlive it (the event a staging graph's last node
+  // records): let go after cudaGraphDestroy, since members go after the destructor's body.
+  std::shared_ptr<void> keep;
   // CUDA graph objects are not internally synchronized, and export_dot may write this one
   // from another thread: every CUDA call on `graph` made after it is shared (instantiation,
   // DOT writes) holds this mutex.

@@ -54,7 +54,7 @@ CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
     RelaxedCaptureMode relaxed;  // a capture may be open on this thread
     cudaEvent_t e = nullptr;
     check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
-    done_ = std::unique_ptr<CUevent_st, EventDeleter>(e);
+    done_ = std::shared_ptr<CUevent_st>(e, EventDeleter{});
     const auto sinks = graph_sinks(g, op);
     cudaGraphNode_t node = nullptr;
     check(cudaGraphAddEventRecordNode(&node, g, sinks.data(), sinks.size(), e),
