@@ -6,6 +6,10 @@
 
 #include <cugraphs/graph.hpp>
 
+#include <atomic>
+#include <chrono>
+#include <optional>
+#include <thread>
 #include <vector>
 
 using namespace cugraphs_test;
@@ -36,6 +40,24 @@ void chain(DeviceBuffer<float>& a, DeviceBuffer<float>& b, int links, bool progr
     const float* src = k % 2 == 0 ? a.data() : b.data();
     cugraphs::launch(config, link_kernel, dst, src, kN, k);
   }
+}
+
+// Lets the kernels that depend on it start at once (it triggers first), then holds until the
+// host raises `*release` (at most a few seconds, so that a failed test cannot hang the GPU),
+// then sets `*done`.
+__global__ void early_trigger_kernel(const volatile int* release, int* done) {
+  cugraphs::pdl::trigger();
+  const long long start = clock64();
+  while (*release == 0 && clock64() - start < 8'000'000'000LL) {
+  }
+  *done = 1;
+}
+
+// A programmatic dependent that waits for the kernel before it (which triggered at once)
+// and ends.
+__global__ void quick_dependent_kernel(const float* x, float* y) {
+  cugraphs::pdl::wait();
+  y[0] = x[0];
 }
 
 // How many edges of `g` are programmatic dependencies.
@@ -140,6 +162,57 @@ TEST_CASE("launch: a graphed callable whose f chains programmatic launches captu
       CHECK(bitwise_equal(host(out), call % 2 == 0 ? want1 : want0));
     }
   }
+}
+
+// Fails on the code before 2026-12-05: what tells a graphed call's end (the ring's tail, a
+// staging graph's end-of-launch event) followed the graph's sinks only, and a kernel whose
+// one edge out is programmatic is no sink; its dependent could end first, and the call
+// counted as done (the callable could be destroyed, its buffers freed) while the kernel ran.
+TEST_CASE("launch: a graphed call counts as done only once a kernel that let its dependents start early has "
+          "ended",
+          "[launch][pdl][graphed][gpu]") {
+  int* release = nullptr;
+  REQUIRE(cudaHostAlloc(reinterpret_cast<void**>(&release), sizeof(int), cudaHostAllocMapped) == cudaSuccess);
+  int* release_dev = nullptr;
+  REQUIRE(cudaHostGetDevicePointer(reinterpret_cast<void**>(&release_dev), release, 0) == cudaSuccess);
+  const auto set_release = [&](int v) {
+    *static_cast<volatile int*>(release) = v;
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  };
+  auto x = filled(1, 9);
+  for (const auto per_launch : {cugraphs::PerLaunch::Ring, cugraphs::PerLaunch::Parameters}) {
+    DeviceBuffer<int> done(1);
+    DeviceBuffer<float> y(1);
+    const auto f = [&](cugraphs::DeviceSpan<const float> in) {
+      early_trigger_kernel<<<1, 1, 0, cugraphs::current_stream()>>>(release_dev, done.data());
+      cugraphs::LaunchConfig config;
+      config.programmatic = true;
+      cugraphs::launch(config, quick_dependent_kernel, in.data(), y.data());
+    };
+    set_release(1);  // the warm-up runs f eagerly
+    cugraphs::GraphedOptions opts;
+    opts.per_launch = per_launch;
+    std::optional<decltype(cugraphs::make_graphed_callable(opts, f, cugraphs::DeviceSpan<const float>(x.span())))> g;
+    g.emplace(cugraphs::make_graphed_callable(opts, f, cugraphs::DeviceSpan<const float>(x.span())));
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    REQUIRE(cudaMemset(done.data(), 0, sizeof(int)) == cudaSuccess);
+    set_release(0);
+    (void)(*g)(cugraphs::DeviceSpan<const float>(x.span()));
+    std::thread releaser([&] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      set_release(1);
+    });
+    const auto start = std::chrono::steady_clock::now();
+    g.reset();  // waits until the call is done
+    const double waited_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+    releaser.join();
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    INFO("per-launch way " << (per_launch == cugraphs::PerLaunch::Ring ? "Ring" : "Parameters") << ", destroying "
+                           << "the callable waited " << waited_ms << " ms");
+    CHECK(waited_ms >= 200.0);  // the early kernel held until the release, 300 ms after the call
+    CHECK(host(done)[0] == 1);
+  }
+  REQUIRE(cudaFreeHost(release) == cudaSuccess);
 }
 
 TEST_CASE("launch: a failed launch is an Error naming cugraphs::launch", "[launch][gpu]") {

@@ -42,7 +42,10 @@ namespace cugraphs::detail {
 // nothing depends on before them.
 [[nodiscard]] std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g, std::string_view op, bool roots = false);
 
-// The nodes of `g` nothing depends on: where its work ends.
+// The nodes of `g` whose end no other node waits for: where its work ends. A node whose
+// only outgoing edges are programmatic (the next kernel may start once it triggers, or once
+// it has launched) counts: its dependents can finish before it does, so whatever waits for
+// the whole graph (the ring's tail, a staging graph's event record) must wait for it too.
 [[nodiscard]] std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::string_view op);
 
 // How many nodes `g` has at its top level.

@@ -35,11 +35,15 @@ CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::str
   std::vector<cudaGraphNode_t> from(n), to(n);
   std::vector<cudaGraphEdgeData> data(n);
   if (n != 0) check(edges(from.data(), to.data(), data.data()), "{}: cudaGraphGetEdges", op);
-  from.resize(n);
-  std::ranges::sort(from);
+  // Only an edge that waits for its source's completion orders the source's end.
+  std::vector<cudaGraphNode_t> waited;
+  for (std::size_t i = 0; i < n; ++i)
+    if (data[i].type == cudaGraphDependencyTypeDefault && data[i].from_port == cudaGraphKernelNodePortDefault)
+      waited.push_back(from[i]);
+  std::ranges::sort(waited);
   std::vector<cudaGraphNode_t> sinks;
   for (cudaGraphNode_t node : graph_nodes(g, op))
-    if (!std::ranges::binary_search(from, node)) sinks.push_back(node);
+    if (!std::ranges::binary_search(waited, node)) sinks.push_back(node);
   return sinks;
 }
 
