@@ -9,8 +9,8 @@
 #endif
 
 #include <cugraphs/capture.hpp>
-#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/detail/device.hpp>
+#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/span.hpp>
 
