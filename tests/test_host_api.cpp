@@ -4,6 +4,7 @@
 
 #include <cugraphs/graph.hpp>
 
+#include <cstring>
 #include <span>
 #include <string>
 #include <type_traits>
@@ -81,6 +82,43 @@ TEST_CASE("Graph: misuse of an empty graph is an Error, never undefined behaviou
   e = expect_error([&] { g.debug_dump("never.dot"); });
   CHECK(contains(e.what(), "nothing has been captured"));
   CHECK_NOTHROW(g.reset());
+}
+
+TEST_CASE("Graph: replay_staged takes a const stage, and refuses a graph with nothing captured", "[graph]") {
+  cugraphs::Graph g;
+  const auto stage = [](std::span<unsigned long long> words) {
+    for (auto& w : words) w = 0;
+  };
+  auto e = expect_error([&] { g.replay_staged(nullptr, stage, "a staged replay"); });
+  CHECK(contains(e.what(), "a staged replay"));
+  CHECK(contains(e.what(), "nothing has been captured"));
+}
+
+TEST_CASE("StageRef: calls the callable it refers to, const or not, and copies refer to the same one", "[graph]") {
+  unsigned long long words[3] = {1, 2, 3};
+  int calls = 0;
+  auto fill = [&](std::span<unsigned long long> w) {
+    ++calls;
+    for (auto& x : w) x = 7;
+  };
+  const auto zero = [](std::span<unsigned long long> w) {
+    for (auto& x : w) x = 0;
+  };
+  cugraphs::detail::StageRef to_fill(fill);
+  cugraphs::detail::StageRef copy = to_fill;  // a copy, not a reference to to_fill
+  // The same bytes: the copy names `fill` itself (one naming `to_fill` would dangle once
+  // to_fill went out of scope).
+  CHECK(std::memcmp(&copy, &to_fill, sizeof(copy)) == 0);
+  copy(std::span<unsigned long long>(words, 2));
+  CHECK(calls == 1);
+  CHECK(words[0] == 7);
+  CHECK(words[1] == 7);
+  CHECK(words[2] == 3);
+  cugraphs::detail::StageRef to_zero(zero);
+  to_zero(std::span<unsigned long long>(words, 3));
+  CHECK(words[0] == 0);
+  CHECK(words[2] == 0);
+  CHECK(calls == 1);
 }
 
 TEST_CASE("Graph: a moved-from graph says so, and can be reused after reset", "[graph]") {

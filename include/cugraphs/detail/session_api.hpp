@@ -9,11 +9,13 @@
 
 #include <cuda_runtime_api.h>
 
+#include <concepts>
 #include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -124,9 +126,11 @@ CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line);
 // graphed call hands its staging to the executable without making the launch a template.
 class StageRef {
 public:
+  // Refers to `f` (const or not); copying a StageRef copies the reference, never wraps it.
   template <class F>
+    requires(!std::same_as<std::remove_cv_t<F>, StageRef>)
   StageRef(F& f) noexcept  // NOLINT(google-explicit-constructor): passed like a reference
-      : obj_(static_cast<void*>(&f)),
+      : obj_(const_cast<void*>(static_cast<const void*>(&f))),
         call_([](void* o, std::span<unsigned long long> words) { (*static_cast<F*>(o))(words); }) {}
 
   void operator()(std::span<unsigned long long> words) const { call_(obj_, words); }

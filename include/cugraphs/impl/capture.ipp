@@ -27,8 +27,10 @@ CUGRAPHS_INLINE detail::GraphCore& Graph::core() {
 }
 
 CUGRAPHS_INLINE const detail::GraphCore& Graph::view() const noexcept {
-  static const detail::GraphCore empty;  // nothing captured: every query answers "none"
-  return core_ ? *core_ : empty;
+  // Nothing captured: every query answers "none". Never destroyed, so that a Graph destroyed
+  // late in the program's exit can still be asked.
+  static const detail::GraphCore* const empty = new detail::GraphCore;
+  return core_ ? *core_ : *empty;
 }
 
 CUGRAPHS_INLINE cudaGraph_t Graph::native_graph() const noexcept { return view().exec.graph(); }
