@@ -17,6 +17,8 @@
 // waited for (if the launch counts as the record, the query says "not ready" and the wait
 // takes the spin's time; a launch could then tell its end without a cudaEventRecord).
 //   nvcc -std=c++20 -O2 -arch=sm_90 -Iinclude tools/diagnostics/call_cost.cu -o call_cost
+#include "staging_kernels.cuh"
+
 #include <cugraphs/graph.hpp>
 
 #include <cuda_runtime.h>
@@ -33,51 +35,12 @@
 
 namespace {
 
-constexpr int kInputs = 16;
-constexpr std::size_t kFloats = 1024;  // 4 KiB an input, as bench_suite's graphed section
+using namespace staging_diag;
 
 void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
   std::printf("%s: %s\n", what, cudaGetErrorString(e));
   std::exit(1);
-}
-
-struct Sources {
-  const float* p[kInputs];
-};
-
-__global__ void spin(unsigned long long ns) {
-  unsigned long long start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
-
-__global__ void stage(Sources src, float* dst) {
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i < kFloats * kInputs) dst[i] = src.p[i / kFloats][i % kFloats];
-}
-
-__global__ void sum_staged(const float* staged, float* out) {
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i >= kFloats) return;
-  float s = 0.0f;
-  for (int k = 0; k < kInputs; ++k) s += staged[k * kFloats + i];
-  out[i] = s;
-}
-
-__global__ void sum_inputs(Sources src, float* out) {
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i >= kFloats) return;
-  float s = 0.0f;
-  for (int k = 0; k < kInputs; ++k) s += src.p[k][i];
-  out[i] = s;
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
 }
 
 }  // namespace
