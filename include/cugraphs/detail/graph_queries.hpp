@@ -9,7 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
-#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string_view>

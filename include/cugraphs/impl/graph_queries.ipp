@@ -6,6 +6,8 @@
 #include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/config.hpp>
 
+#include <algorithm>
+
 namespace cugraphs::detail {
 
 CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g, std::string_view op, bool roots) {
