@@ -110,14 +110,6 @@ private:
   std::vector<ncclComm_t> comms_;
 };
 
-namespace detail_nccl {
-// Records a collective issued on `stream` in the capture open on this thread, when the
-// stream is capturing (a collective on another stream is not part of this capture).
-inline void record(cudaStream_t stream, std::string line) {
-  cugraphs::detail::record_collective(stream, std::move(line));
-}
-}  // namespace detail_nccl
-
 /// All-reduce of `send` into `recv` (equal sizes; they may be the same memory) on `stream`.
 /// Inside a capture the collective becomes part of the graph and is recorded in the
 /// capture's log.
@@ -126,7 +118,9 @@ void all_reduce(DeviceSpan<const T> send, DeviceSpan<T> recv, ncclRedOp_t op, nc
   constexpr std::string_view what = "nccl::all_reduce";
   if (send.size() != recv.size())
     detail::throw_misuse(what, "the send buffer has {} elements but the receive buffer {}", send.size(), recv.size());
-  detail_nccl::record(stream, detail::format("all_reduce of {} x {}-byte elements ({})", send.size(), sizeof(T), name(op)));
+  // Logged in the capture open on this thread when `stream` captures (GraphSet compares the logs).
+  detail::record_collective(
+      stream, detail::format("all_reduce of {} x {}-byte elements ({})", send.size(), sizeof(T), name(op)));
   check(ncclAllReduce(send.data(), recv.data(), send.size(), data_type<T>(), op, comm, stream), "ncclAllReduce");
 }
 

@@ -24,6 +24,7 @@
 #include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/detail/host_ring.hpp>
 #include <cugraphs/detail/launchers.hpp>
+#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/per_launch.hpp>
 
@@ -65,10 +66,7 @@ public:
 
   // What the captured staging copy reads (device memory): whether this launch took a slot,
   // and the taken slot's input addresses.
-  struct Staging {
-    const unsigned long long* control;  // [1]: this launch took a slot
-    const void* const* sources;
-  };
+  using Staging = StagingWords;
 
   // Made while the capture is open on this thread; refused in a capture for device launch.
   // The device words live outside the graph's pool: another graph sharing the pool could

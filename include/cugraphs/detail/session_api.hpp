@@ -40,7 +40,6 @@ template <class T>
 class Owned {
 public:
   Owned() noexcept = default;
-  explicit Owned(T* p) noexcept : p_(p) {}
   ~Owned() { reset(); }
   Owned(Owned&& o) noexcept : p_(std::exchange(o.p_, nullptr)) {}
   Owned& operator=(Owned&& o) noexcept {
@@ -113,7 +112,7 @@ CUGRAPHS_INLINE void mark_updatable_nodes() noexcept;
 // What the captured staging copy of a graphed callable reads: whether a launch took a ring
 // slot, and the slot's input addresses (LaunchRing::stage).
 struct StagingWords {
-  const unsigned long long* control;
+  const unsigned long long* control;  // [1]: this launch took a slot
   const void* const* sources;
 };
 // Readies staging of `leaves` input addresses per launch in the innermost capture.

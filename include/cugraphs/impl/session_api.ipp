@@ -75,8 +75,7 @@ CUGRAPHS_INLINE void mark_updatable_nodes() noexcept {
 }
 
 CUGRAPHS_INLINE StagingWords stage_in_capture(std::size_t leaves, std::string_view op) {
-  const auto staging = innermost_capture()->launch_ring(op).stage(leaves, op);
-  return {staging.control, staging.sources};
+  return innermost_capture()->launch_ring(op).stage(leaves, op);
 }
 
 CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line) {
