@@ -56,6 +56,19 @@ Graph adding(DeviceBuffer<float>& x, float v) {
   return g;
 }
 
+// `count` graphs for device launch: graph b writes b + 1 to `ran`.
+std::vector<Graph> flagging_buckets(DeviceBuffer<unsigned>& ran, std::size_t count) {
+  std::vector<Graph> buckets;
+  for (unsigned b = 0; b < count; ++b) {
+    Graph g;
+    CaptureScope scope(g, for_device());
+    set_kernel<<<1, 1, 0, scope.stream()>>>(ran.data(), b + 1);
+    scope.end();
+    buckets.push_back(std::move(g));
+  }
+  return buckets;
+}
+
 void require_all(const DeviceBuffer<float>& x, float v) {
   const auto h = host(x);
   for (std::size_t i = 0; i < h.size(); i += 101) REQUIRE(h[i] == v);
@@ -173,14 +186,7 @@ TEST_CASE("DeviceDispatch: a key written by a kernel picks the smallest bucket t
           "[device_launch][dispatch][gpu]") {
   DeviceBuffer<unsigned> key(1), ran(1);
   const std::array<unsigned, 3> bounds{4, 16, 64};
-  std::vector<Graph> buckets;
-  for (unsigned b = 0; b < bounds.size(); ++b) {
-    Graph g;
-    CaptureScope scope(g, for_device());
-    set_kernel<<<1, 1, 0, scope.stream()>>>(ran.data(), b + 1);
-    scope.end();
-    buckets.push_back(std::move(g));
-  }
+  std::vector<Graph> buckets = flagging_buckets(ran, bounds.size());
   std::vector<Graph*> pointers;
   for (auto& g : buckets) pointers.push_back(&g);
   cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
@@ -205,6 +211,67 @@ TEST_CASE("DeviceDispatch: a key written by a kernel picks the smallest bucket t
   CHECK(contains(e.what(), "a key of 65 was above the largest bucket bound, 64"));
   const auto misuse = expect_error([&] { cugraphs::DeviceDispatch bad(pointers, std::array<unsigned, 3>{4, 4, 8}, key.data()); });
   CHECK(contains(misuse.what(), "ascend strictly"));
+}
+
+namespace {
+
+// A step that decides on the device: the key is twice the input, and the kernel that computes
+// it dispatches through the table itself (no dispatcher graph).
+__global__ void decide_and_dispatch(const unsigned* input, unsigned* key, cugraphs::DispatchTable table) {
+  const unsigned k = *input * 2;
+  *key = k;
+  (void)table.dispatch(k);
+}
+
+__global__ void copy_word(const unsigned* from, unsigned* to) { *to = *from; }
+
+}  // namespace
+
+TEST_CASE("DeviceDispatch: the kernel that computes the key dispatches through its table, and work queued after "
+          "the step waits for the bucket's graph; a key above every bucket is reported",
+          "[device_launch][dispatch][gpu]") {
+  DeviceBuffer<unsigned> input(1), key(1), ran(1), seen(1);
+  const std::array<unsigned, 3> bounds{4, 16, 64};
+  std::vector<Graph> buckets = flagging_buckets(ran, bounds.size());
+  std::vector<Graph*> pointers;
+  for (auto& g : buckets) pointers.push_back(&g);
+  cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
+  Graph step;
+  {
+    CaptureScope scope(step, for_device());
+    decide_and_dispatch<<<1, 1, 0, scope.stream()>>>(input.data(), key.data(), dispatch.table());
+    cugraphs::check_launch("decide_and_dispatch");
+    scope.end();
+  }
+  cugraphs::Stream s;
+  // input -> key -> bucket
+  const std::array<std::pair<unsigned, unsigned>, 5> cases{{{1, 1}, {2, 1}, {3, 2}, {8, 2}, {32, 3}}};
+  for (const auto& [in, bucket] : cases) {
+    put(input, in);
+    put(ran, 0u);
+    put(seen, 99u);
+    step.replay(s);
+    copy_word<<<1, 1, 0, s>>>(ran.data(), seen.data());  // after the step in stream order
+    s.synchronize();
+    INFO("input " << in);
+    CHECK(get(key) == 2 * in);
+    CHECK(get(ran) == bucket);
+    CHECK(get(seen) == bucket);
+  }
+  dispatch.check();  // nothing to report
+  put(input, 33u);
+  put(ran, 0u);
+  step.replay(s);
+  s.synchronize();
+  CHECK(get(ran) == 0u);
+  const auto e = expect_error([&] { dispatch.check(); });
+  CHECK(contains(e.what(), "a key of 66 was above the largest bucket bound, 64"));
+  // The dispatch stays usable after the report.
+  put(input, 4u);
+  step.replay(s);
+  s.synchronize();
+  CHECK(get(ran) == 2u);
+  dispatch.check();
 }
 
 #if CUGRAPHS_HAS_DEVICE_UPDATABLE_NODES

@@ -1,6 +1,7 @@
 // DeviceDispatch: a key the device computed picks the graph that runs next, with no round
 // trip through the host: a one-kernel dispatcher graph reads the key when it runs and
-// tail-launches the graph of the matching bucket. Optional and nvcc-only (not in the
+// tail-launches the graph of the matching bucket (or the kernel that computed the key does
+// so itself, through a DispatchTable). Optional and nvcc-only (not in the
 // umbrella): its kernel calls the device runtime's cudaGraphLaunch, which only translation
 // units that dispatch should carry.
 #pragma once
@@ -24,34 +25,51 @@
 namespace cugraphs {
 
 namespace detail {
-
-// What the dispatcher kernel reads: the key, the buckets' bounds and graphs, and the status
-// words ([0] the first failure, [1] a key above every bound).
-struct DispatchArgs {
-  const unsigned* key;
-  const unsigned* bounds;
-  const DeviceGraph* graphs;
-  unsigned count;
-  int* status;
-};
 inline constexpr int kDispatchKeyOutOfRange = -1;  // cudaError_t values are not negative
+}  // namespace detail
 
-// One thread: the smallest bound not below the key, then a tail launch of its graph.
+/// A DeviceDispatch's choice as kernels take it (by value, trivially copyable; from
+/// DeviceDispatch::table()). The kernel that computes the key may dispatch itself, with no
+/// dispatcher graph between it and the bucket: call dispatch(key) from one thread of a kernel
+/// that runs in a graph captured with CaptureOptions::device_launch (CUDA launches graphs from
+/// kernels of a graph only). The bucket's graph runs once the launching graph has finished, in
+/// its stream order. Failures reach DeviceDispatch::check() as the dispatcher's do.
+struct DispatchTable {
+  const unsigned* bounds = nullptr;        ///< ascending, one a bucket (device memory)
+  const DeviceGraph* graphs = nullptr;     ///< the buckets' graphs (device memory)
+  unsigned count = 0;
+  int* status = nullptr;                   ///< [0] the first failure, [1] a key above every bound
+
+  /// Tail-launches the graph of the smallest bucket whose bound is not below `key`; a key
+  /// above every bound runs nothing and is recorded with the key. Returns whether a bucket's
+  /// graph was launched.
+  __device__ bool dispatch(unsigned key) const {
+    unsigned lo = 0, hi = count;
+    while (lo < hi) {
+      const unsigned mid = (lo + hi) / 2;
+      if (bounds[mid] < key) lo = mid + 1;
+      else hi = mid;
+    }
+    if (lo == count) {
+      if (atomicCAS(status, 0, detail::kDispatchKeyOutOfRange) == 0) status[1] = static_cast<int>(key);
+      return false;
+    }
+#if defined(__CUDA_ARCH__)
+    const cudaError_t e = cudaGraphLaunch(graphs[lo].exec, cudaStreamGraphTailLaunch);
+    if (e != cudaSuccess) atomicCAS(status, 0, static_cast<int>(e));
+    return e == cudaSuccess;
+#else
+    return false;
+#endif
+  }
+};
+
+namespace detail {
+
+// The dispatcher graph's one kernel, one thread: reads the key when it runs and dispatches.
 template <int = 0>
-__global__ void dispatch_kernel(DispatchArgs a) {
-  const unsigned key = *a.key;
-  unsigned lo = 0, hi = a.count;
-  while (lo < hi) {
-    const unsigned mid = (lo + hi) / 2;
-    if (a.bounds[mid] < key) lo = mid + 1;
-    else hi = mid;
-  }
-  if (lo == a.count) {
-    if (atomicCAS(a.status, 0, kDispatchKeyOutOfRange) == 0) a.status[1] = static_cast<int>(key);
-    return;
-  }
-  const cudaError_t e = cudaGraphLaunch(a.graphs[lo].exec, cudaStreamGraphTailLaunch);
-  if (e != cudaSuccess) atomicCAS(a.status, 0, static_cast<int>(e));
+__global__ void dispatch_kernel(const unsigned* key, DispatchTable table) {
+  (void)table.dispatch(*key);
 }
 
 }  // namespace detail
@@ -100,11 +118,10 @@ public:
     }
     device_ = device;
     largest_ = bounds.back();
-    const detail::DispatchArgs args{key, bounds_.data(), graphs_.data(), static_cast<unsigned>(n), status_.data()};
     CaptureOptions co;
     co.device_launch = true;
     CaptureScope scope(dispatcher_, co);
-    detail::dispatch_kernel<<<1, 1, 0, scope.stream()>>>(args);
+    detail::dispatch_kernel<<<1, 1, 0, scope.stream()>>>(key, table());
     detail::check(cudaGetLastError(), "{}: launching the dispatcher kernel", op);
     scope.end();
   }
@@ -128,6 +145,12 @@ public:
     const auto e = static_cast<cudaError_t>(words[0]);
     detail::throw_error(e, op, "the dispatcher's launch of a bucket graph from the device failed: {} ({})",
                         cudaGetErrorName(e), cudaGetErrorString(e));
+  }
+
+  /// The choice for kernels that compute the key and dispatch themselves (DispatchTable):
+  /// valid while this DeviceDispatch lives.
+  [[nodiscard]] DispatchTable table() const noexcept {
+    return {bounds_.data(), graphs_.data(), static_cast<unsigned>(bounds_.bytes() / sizeof(unsigned)), status_.data()};
   }
 
   /// The dispatcher graph (one kernel node), instantiated for device launch.

@@ -18,9 +18,7 @@
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <atomic>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -29,16 +27,14 @@
 namespace {
 
 using namespace staging_diag;
+using diag::capture;
+using diag::check;
+using diag::measure;
+
+constexpr const char* kProgram = "slot_read_cost";
 
 constexpr unsigned kSlots = 64;
-constexpr int kBatch = 16;
 constexpr unsigned kStageBlocks = (kInputs * kFloats + 255) / 256;
-
-void check(cudaError_t e, const char* what) {
-  if (e == cudaSuccess) return;
-  std::printf("slot_read_cost: %s: %s\n", what, cudaGetErrorString(e));
-  std::exit(1);
-}
 
 struct Ring {
   const Sources* slots;         // kSlots, pinned and mapped (written by the host)
@@ -62,41 +58,6 @@ __global__ void stage_slot(Ring r, float* dst) {
     __threadfence();
     r.counter[0] += 1;
   }
-}
-
-template <class Launch>
-cudaGraphExec_t capture(cudaStream_t s, Launch&& launch, cudaGraph_t* graph) {
-  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-  launch();
-  check(cudaStreamEndCapture(s, graph), "cudaStreamEndCapture");
-  cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiate(&exec, *graph, 0), "cudaGraphInstantiate");
-  return exec;
-}
-
-using Clock = std::chrono::steady_clock;
-
-// Host cost a call (us) and time to completion a call (us) of `call(turn)`.
-template <class Call>
-void measure(const char* name, cudaStream_t s, Call&& call) {
-  for (int i = 0; i < 20; ++i) call(i);  // warm
-  check(cudaStreamSynchronize(s), "warm-up");
-  std::vector<double> host, done;
-  int turn = 0;
-  for (int batch = 0; batch < 40; ++batch) {
-    spin<<<1, 1, 0, s>>>(200'000);  // 200 us: the calls queue behind it
-    const auto t0 = Clock::now();
-    for (int k = 0; k < kBatch; ++k) call(turn++);
-    host.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count() / kBatch);
-    check(cudaStreamSynchronize(s), "batch");
-  }
-  for (int k = 0; k < 200; ++k) {
-    const auto t0 = Clock::now();
-    call(turn++);
-    check(cudaStreamSynchronize(s), "call");
-    done.push_back(std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
-  std::printf("slot_read_cost %-8s host %6.2f us a call, to completion %6.2f us\n", name, median(host), median(done));
 }
 
 }  // namespace
@@ -139,23 +100,8 @@ int main() {
   }, &g_slot);
   cudaGraphExec_t f_alone = capture(s, [&] { sum_inputs<<<(kFloats + 255) / 256, 256, 0, s>>>(sets[0], out); }, &g_f);
 
-  std::size_t n = 0;
-  check(cudaGraphGetNodes(g_args, nullptr, &n), "cudaGraphGetNodes");
-  std::vector<cudaGraphNode_t> nodes(n);
-  check(cudaGraphGetNodes(g_args, nodes.data(), &n), "cudaGraphGetNodes");
-  cudaGraphNode_t stage_node = nullptr;
   cudaKernelNodeParams params{};
-  for (cudaGraphNode_t node : nodes) {
-    cudaKernelNodeParams p{};
-    if (cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess && p.func == reinterpret_cast<void*>(&stage)) {
-      stage_node = node;
-      params = p;
-    }
-  }
-  if (stage_node == nullptr) {
-    std::printf("slot_read_cost: no staging node found\n");
-    return 1;
-  }
+  const cudaGraphNode_t stage_node = find_stage_node(g_args, &params);
 
   int failures = 0;
   const auto verify = [&](const char* name, int set) {
@@ -169,10 +115,10 @@ int main() {
       }
   };
 
-  measure("bare", s, [&](int) { check(cudaGraphLaunch(args, s), "cudaGraphLaunch"); });
-  measure("f alone", s, [&](int) { check(cudaGraphLaunch(f_alone, s), "cudaGraphLaunch"); });
+  measure(kProgram, "bare", s, [&](int) { check(cudaGraphLaunch(args, s), "cudaGraphLaunch"); });
+  measure(kProgram, "f alone", s, [&](int) { check(cudaGraphLaunch(f_alone, s), "cudaGraphLaunch"); });
   int last = 0;
-  measure("args", s, [&](int turn) {
+  measure(kProgram, "args", s, [&](int turn) {
     Sources src = sets[turn % 2];
     void* kernel_args[] = {&src, &staged};
     params.kernelParams = kernel_args;
@@ -183,7 +129,7 @@ int main() {
   check(cudaStreamSynchronize(s), "sync");
   verify("args", last);
   unsigned long long launches = 0;  // the slot the next launch reads: the device counter, mirrored
-  measure("slot", s, [&](int turn) {
+  measure(kProgram, "slot", s, [&](int turn) {
     // A batch of 16 queued calls never laps the 64 slots: each batch ends with a synchronize.
     slots[launches % kSlots] = sets[turn % 2];
     std::atomic_thread_fence(std::memory_order_release);  // the slot before the launch's doorbell

@@ -1,16 +1,22 @@
-// The kernels and helpers the staging diagnostics share (call_cost.cu, slot_read_cost.cu):
-// 16 inputs of 4 KiB, as bench_suite's graphed section, a kernel that spins on the GPU timer
-// so that calls queue behind it, and the sums that stand for a graphed callable's f. For one
-// translation unit per program (the kernels are not inline).
+// The kernels the staging diagnostics share (call_cost.cu, slot_read_cost.cu,
+// write_value_cost.cu): 16 inputs of 4 KiB, as bench_suite's graphed section, the staging
+// copy, and the sums that stand for a graphed callable's f; with launch_timing.cuh's spin and
+// median. For one translation unit per program (the kernels are not inline).
 #pragma once
+
+#include "launch_timing.cuh"
 
 #include <cuda_runtime.h>
 
-#include <algorithm>
 #include <cstddef>
+#include <cstdio>
+#include <cstdlib>
 #include <vector>
 
 namespace staging_diag {
+
+using diag::median;
+using diag::spin;
 
 constexpr int kInputs = 16;
 constexpr std::size_t kFloats = 1024;  // 4 KiB an input
@@ -18,14 +24,6 @@ constexpr std::size_t kFloats = 1024;  // 4 KiB an input
 struct Sources {
   const float* p[kInputs];
 };
-
-__global__ void spin(unsigned long long ns) {
-  unsigned long long start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
 
 // The 16 inputs copied one after another into `dst`, addresses as arguments.
 __global__ void stage(Sources src, float* dst) {
@@ -50,9 +48,21 @@ __global__ void sum_inputs(Sources src, float* out) {
   out[i] = s;
 }
 
-inline double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
+// The node of `g` that runs `stage`, with its parameters in *params; exits if there is none.
+inline cudaGraphNode_t find_stage_node(cudaGraph_t g, cudaKernelNodeParams* params) {
+  std::size_t n = 0;
+  diag::check(cudaGraphGetNodes(g, nullptr, &n), "cudaGraphGetNodes");
+  std::vector<cudaGraphNode_t> nodes(n);
+  diag::check(cudaGraphGetNodes(g, nodes.data(), &n), "cudaGraphGetNodes");
+  for (cudaGraphNode_t node : nodes) {
+    cudaKernelNodeParams p{};
+    if (cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess && p.func == reinterpret_cast<void*>(&stage)) {
+      *params = p;
+      return node;
+    }
+  }
+  std::printf("no staging node found\n");
+  std::exit(1);
 }
 
 }  // namespace staging_diag

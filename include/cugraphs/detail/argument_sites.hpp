@@ -77,14 +77,18 @@ public:
   void bind(cudaGraphExec_t exec, const Resolve& resolve) {
     if (bound_ == exec) [[likely]]
       return;
-    for (PatchedNode& n : patched_) n.target = resolve(n.index, n.node);
+    for (PatchedNode& n : patched_) {
+      n.target = resolve(n.index, n.node);
+      n.current = false;
+    }
     bound_ = exec;
   }
 
   // Where `stage` writes this launch's input addresses (one a leaf, 0: not copied).
   [[nodiscard]] std::span<unsigned long long> staged() noexcept { return staged_; }
 
-  // Sets every patched node of `exec` with this launch's values.
+  // Sets every patched node of `exec` with this launch's values; a node that already holds
+  // them (a graphed callable called again with the same inputs, and no draw) is left as it is.
   void set_nodes(cudaGraphExec_t exec, Taken taken, std::string_view op) {
     for (PatchedNode& n : patched_) set_node(exec, n, taken, op);
   }
@@ -131,8 +135,10 @@ public:
       set(p);
       return;
     }
-    if (!taken.empty()) write_values(next, taken);
+    if (!taken.empty()) (void)write_values(next, taken);
+    it->current = false;  // unknown once set() has failed
     set(next.args.launch());
+    next.current = true;
     *it = std::move(next);
   }
 
@@ -149,6 +155,7 @@ private:
     };
     std::vector<Site> draws;
     std::optional<std::size_t> stage;  // byte of the StageArgs
+    bool current = false;  // the executable's node holds `args` as they are
   };
 
   // The draw whose PhiloxArgs, as a capture handed them out (seed 0, this draw's offset, base
@@ -189,8 +196,9 @@ private:
   // Writes this launch's values into `n`'s arguments and sets its node in `exec`.
   void set_node(cudaGraphExec_t exec, PatchedNode& n, Taken taken, std::string_view op);
 
-  // Writes the values taken last (`taken`, staged_) into `n`'s arguments.
-  void write_values(PatchedNode& n, Taken taken) noexcept;
+  // Writes the values taken last (`taken`, staged_) into `n`'s arguments; returns whether
+  // that changed them.
+  bool write_values(PatchedNode& n, Taken taken) noexcept;
 
   struct EventDeleter {
     void operator()(cudaEvent_t e) const noexcept;

@@ -51,6 +51,18 @@ public:
 
   // Writes the 64-bit word `w` at byte `at` of the arguments.
   void set_word(std::size_t at, std::uint64_t w) noexcept { std::memcpy(bytes_.data() + at, &w, sizeof w); }
+  // Writes `w` at byte `at`; returns whether that changed the bytes.
+  bool update_word(std::size_t at, std::uint64_t w) noexcept {
+    if (std::memcmp(bytes_.data() + at, &w, sizeof w) == 0) return false;
+    set_word(at, w);
+    return true;
+  }
+  // Writes `n` bytes from `from` at byte `at`; returns whether that changed the bytes.
+  bool update_bytes(std::size_t at, const void* from, std::size_t n) noexcept {
+    if (std::memcmp(bytes_.data() + at, from, n) == 0) return false;
+    std::memcpy(bytes_.data() + at, from, n);
+    return true;
+  }
 
 private:
   cudaKernelNodeParams launch_{};

@@ -178,22 +178,26 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::draw_elsewhere(cudaGra
 }
 
 CUGRAPHS_INLINE void ArgumentSites::set_node(cudaGraphExec_t exec, PatchedNode& n, Taken taken, std::string_view op) {
-  write_values(n, taken);
+  if (!write_values(n, taken) && n.current) return;
+  n.current = false;
   if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, n.target, &n.args.launch()); e != cudaSuccess)
     [[unlikely]]
     throw_cuda(e, format("{}: handing a launch its values (cudaGraphExecKernelNodeSetParams)", op));
+  n.current = true;
 }
 
-CUGRAPHS_INLINE void ArgumentSites::write_values(PatchedNode& n, Taken taken) noexcept {
+CUGRAPHS_INLINE bool ArgumentSites::write_values(PatchedNode& n, Taken taken) noexcept {
+  bool changed = false;
   for (const auto& site : n.draws) {
     const auto [seed, offset] = taken[site.draw.generator];
-    n.args.set_word(site.at, seed);
-    n.args.set_word(site.at + 8, offset + site.draw.offset);
-    n.args.set_word(site.at + 16, 0);  // rng::unpack takes the numbers themselves
+    changed |= n.args.update_word(site.at, seed);
+    changed |= n.args.update_word(site.at + 8, offset + site.draw.offset);
+    changed |= n.args.update_word(site.at + 16, 0);  // rng::unpack takes the numbers themselves
   }
   if (n.stage && rec_.leaves != 0)
-    std::memcpy(n.args.bytes() + *n.stage + offsetof(StageArgs, inline_sources), staged_.data(),
-                rec_.leaves * sizeof(unsigned long long));
+    changed |= n.args.update_bytes(*n.stage + offsetof(StageArgs, inline_sources), staged_.data(),
+                                   rec_.leaves * sizeof(unsigned long long));
+  return changed;
 }
 
 CUGRAPHS_INLINE void ArgumentSites::EventDeleter::operator()(cudaEvent_t e) const noexcept {

@@ -1,0 +1,104 @@
+// What a graph that draws random numbers could pay for fresh numbers at every launch (issue
+// 29): raw CUDA, no cugraphs. One kernel draws (it reads a Philox (seed, offset) and writes a
+// hash of it per thread); its graph gets each launch's offset
+//   fixed      never (the same offset every launch: the floor, a bare launch)
+//   args       as a kernel argument: cudaGraphExecKernelNodeSetParams, then the launch
+//              (PerLaunch::Parameters today)
+//   advance    from device words that a second kernel, after the draw, advances by the
+//              graph's increment: the host only launches (it would write the words only when
+//              something else drew from the generator in between)
+// For each way: the host's cost a call (batches of 16 calls queued behind a kernel that
+// spins on the GPU timer) and the time to completion (launch, then synchronize; median of
+// 200). The offsets the last launches used are checked.
+//   nvcc -std=c++20 -O2 -arch=sm_90 tools/diagnostics/rng_advance_cost.cu -o rng_advance_cost
+#include "launch_timing.cuh"
+
+#include <cuda_runtime.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <vector>
+
+namespace {
+
+using diag::capture;
+using diag::check;
+using diag::measure;
+
+constexpr const char* kProgram = "rng_advance_cost";
+constexpr unsigned kBlocks = 8, kThreads = 256;
+constexpr unsigned long long kIncrement = 4;
+
+__device__ unsigned long long mix(unsigned long long seed, unsigned long long offset, unsigned i) {
+  unsigned long long h = seed * 0x9E3779B97F4A7C15ull ^ (offset + i) * 0xBF58476D1CE4E5B9ull;
+  return h ^ (h >> 31);
+}
+
+// out[0] keeps the offset the launch used.
+__global__ void draw_args(unsigned long long seed, unsigned long long offset, unsigned long long* out) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  out[1 + i] = mix(seed, offset, i);
+  if (i == 0) out[0] = offset;
+}
+
+__global__ void draw_words(const unsigned long long* words, unsigned long long* out) {
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned long long seed = words[0], offset = words[1];
+  out[1 + i] = mix(seed, offset, i);
+  if (i == 0) out[0] = offset;
+}
+
+__global__ void advance(unsigned long long* words, unsigned long long increment) { words[1] += increment; }
+
+}  // namespace
+
+int main() {
+  cudaStream_t s = nullptr;
+  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
+  unsigned long long *out = nullptr, *words = nullptr;
+  check(cudaMalloc(&out, (1 + kBlocks * kThreads) * sizeof(unsigned long long)), "cudaMalloc");
+  check(cudaMalloc(&words, 2 * sizeof(unsigned long long)), "cudaMalloc");
+  const unsigned long long seed = 42, start = 1000;
+  const unsigned long long init[2] = {seed, start};
+  check(cudaMemcpy(words, init, sizeof init, cudaMemcpyHostToDevice), "cudaMemcpy");
+
+  cudaGraph_t g_args = nullptr, g_adv = nullptr;
+  cudaGraphExec_t args = capture(s, [&] { draw_args<<<kBlocks, kThreads, 0, s>>>(seed, start, out); }, &g_args);
+  cudaGraphExec_t adv = capture(s, [&] {
+    draw_words<<<kBlocks, kThreads, 0, s>>>(words, out);
+    advance<<<1, 1, 0, s>>>(words, kIncrement);
+  }, &g_adv);
+  cudaGraphNode_t node = nullptr;
+  std::size_t n = 1;
+  check(cudaGraphGetNodes(g_args, &node, &n), "cudaGraphGetNodes");
+  cudaKernelNodeParams params{};
+  check(cudaGraphKernelNodeGetParams(node, &params), "cudaGraphKernelNodeGetParams");
+
+  int failures = 0;
+  const auto expect_offset = [&](const char* name, unsigned long long want) {
+    unsigned long long got = 0;
+    check(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost), "read back");
+    if (got != want) {
+      std::printf("rng_advance_cost %s: the last launch drew at offset %llu, want %llu\n", name, got, want);
+      ++failures;
+    }
+  };
+
+  (void)measure(kProgram, "fixed", s, [&](int) { check(cudaGraphLaunch(args, s), "cudaGraphLaunch"); });
+  expect_offset("fixed", start);
+  const int by_args = measure(kProgram, "args", s, [&](int turn) {
+    unsigned long long sd = seed, offset = start + kIncrement * static_cast<unsigned long long>(turn);
+    unsigned long long* o = out;
+    void* kernel_args[] = {&sd, &offset, &o};
+    params.kernelParams = kernel_args;
+    check(cudaGraphExecKernelNodeSetParams(args, node, &params), "cudaGraphExecKernelNodeSetParams");
+    check(cudaGraphLaunch(args, s), "cudaGraphLaunch");
+  });
+  check(cudaStreamSynchronize(s), "sync");
+  expect_offset("args", start + kIncrement * static_cast<unsigned long long>(by_args - 1));
+  const int by_advance = measure(kProgram, "advance", s, [&](int) { check(cudaGraphLaunch(adv, s), "cudaGraphLaunch"); });
+  check(cudaStreamSynchronize(s), "sync");
+  expect_offset("advance", start + kIncrement * static_cast<unsigned long long>(by_advance - 1));
+  std::printf("rng_advance_cost: offsets %s\n", failures == 0 ? "as expected" : "WRONG");
+  return failures == 0 ? 0 : 1;
+}
