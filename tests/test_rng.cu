@@ -48,7 +48,7 @@ TEST_CASE("RNG: consecutive replays draw different numbers", "[rng][gpu]") {
 
 TEST_CASE("RNG: eager, replay, replay, eager, replay equals five eager calls bitwise, whichever way replays get "
           "their offsets", "[rng][gpu]") {
-  for (const auto per_launch : {PerLaunch::Parameters, PerLaunch::Ring}) {
+  for (const auto per_launch : {PerLaunch::Auto, PerLaunch::Parameters, PerLaunch::Ring}) {
     for (const bool explicit_stream : {false, true}) {
       INFO("explicit stream: " << explicit_stream << ", per launch: " << static_cast<int>(per_launch));
       cugraphs::Stream stream;
@@ -62,8 +62,9 @@ TEST_CASE("RNG: eager, replay, replay, eager, replay equals five eager calls bit
         cugraphs::CaptureScope scope(g, opts);
         draw(a, out, 3, scope.stream());
       }
-      CHECK(g.per_launch() == per_launch);
-      CHECK(g.node_count() == (per_launch == PerLaunch::Ring ? 3u : 1u));  // the ring's head and tail
+      // Auto: the graph advances its offsets (the advance kernel and the end's record node).
+      CHECK(g.per_launch() == (per_launch == PerLaunch::Auto ? PerLaunch::Advance : per_launch));
+      CHECK(g.node_count() == (per_launch == PerLaunch::Parameters ? 1u : 3u));  // or the ring's head and tail
       CHECK(a.offset() == before);  // capture does not advance the generator
       for (const char step : std::string("ERRER")) {
         if (step == 'E') {
@@ -84,7 +85,7 @@ TEST_CASE("RNG: eager, replay, replay, eager, replay equals five eager calls bit
 
 TEST_CASE("RNG: two generators in one graph advance independently; manual_seed between replays "
           "acts as it would eagerly", "[rng][gpu]") {
-  for (const auto per_launch : {PerLaunch::Parameters, PerLaunch::Ring}) {
+  for (const auto per_launch : {PerLaunch::Advance, PerLaunch::Parameters, PerLaunch::Ring}) {
     INFO("per launch: " << static_cast<int>(per_launch));
     cugraphs::Stream s;
     Generator g1(7), g2(8), r1(7), r2(8);
@@ -215,7 +216,7 @@ struct FreePinned {
 // `body` captured with PerLaunch::Parameters is an Error saying `why` that leaves `g` empty;
 // captured with PerLaunch::Auto, it takes the ring.
 template <class Body>
-void takes_the_ring(Graph& g, Body&& body, const char* why) {
+void refuses_parameters(Graph& g, Body&& body, const char* why) {
   cugraphs::CaptureOptions forced;
   forced.per_launch = PerLaunch::Parameters;
   const auto e = expect_error([&] { cugraphs::capture(g, body, forced); });
@@ -223,7 +224,7 @@ void takes_the_ring(Graph& g, Body&& body, const char* why) {
   CHECK(contains(e.what(), why));
   CHECK(g.native_graph() == nullptr);
   cugraphs::capture(g, body);
-  CHECK(g.per_launch() == PerLaunch::Ring);
+  CHECK(g.per_launch() == PerLaunch::Advance);
 }
 
 // Replays `g` `replays` times; after each, every buffer of `outs` holds bitwise what one
@@ -240,9 +241,9 @@ void replays_draw_as_eager(Graph& g, Generator& twin, std::initializer_list<cons
 }
 }  // namespace
 
-TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAutoParameterNodes drawing kernels and "
-          "through the ring beyond, and through the ring when a draw reaches its kernel through memory; "
-          "PerLaunch::Parameters there is an Error that leaves the graph reusable",
+TEST_CASE("RNG: PerLaunch::Auto lets a graph that only draws advance its offsets on the device, with any number "
+          "of drawing kernels and when a draw reaches its kernel through memory; PerLaunch::Parameters there is an "
+          "Error that leaves the graph reusable",
           "[rng][gpu]") {
   constexpr std::size_t n = 5000;
   cugraphs::Stream stream;
@@ -259,9 +260,8 @@ TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAuto
     cugraphs::capture(g, [&](cudaStream_t s) {
       for (unsigned k = 0; k < kernels; ++k) draw(a, out[k], 1 + static_cast<int>(k), s);
     });
-    const bool by_arguments = kernels <= cugraphs::kAutoParameterNodes;
-    CHECK(g.per_launch() == (by_arguments ? PerLaunch::Parameters : PerLaunch::Ring));
-    CHECK(g.node_count() == kernels + (by_arguments ? 0u : 2u));
+    CHECK(g.per_launch() == PerLaunch::Advance);
+    CHECK(g.node_count() == kernels + 2u);
     for (int replay = 0; replay < 3; ++replay) {
       g.replay();
       for (unsigned k = 0; k < kernels; ++k) draw(b, ref[k], 1 + static_cast<int>(k), stream);
@@ -271,7 +271,7 @@ TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAuto
   }
 
   // The PhiloxArgs reach the kernel through a copy from pinned memory: no kernel argument
-  // holds them, so only the ring can refresh what the kernel reads.
+  // holds them, so only the device's words can refresh what the kernel reads.
   void* raw = nullptr;
   cugraphs::check(cudaHostAlloc(&raw, sizeof(PhiloxArgs), cudaHostAllocDefault), "cudaHostAlloc");
   const std::unique_ptr<void, FreePinned> pinned(raw);
@@ -286,12 +286,12 @@ TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAuto
     uniforms_from<<<blocks_for(n), kThreads, 0, s>>>(out.data(), n, device_args.data());
   };
   Graph g;
-  takes_the_ring(g, through_memory, "PerLaunch::Parameters, but draw 0 of the capture");
+  refuses_parameters(g, through_memory, "PerLaunch::Parameters, but draw 0 of the capture");
   CHECK_NOTHROW(a.manual_seed(12));  // the failed capture let go of the generator
   replays_draw_as_eager(g, b, {&out}, stream, 3);
 
   // The same PhiloxArgs both ways: as a kernel argument and through the copy. Kernel
-  // arguments would refresh the first kernel only, so Auto takes the ring, and Parameters
+  // arguments would refresh the first kernel only, so Auto advances the words, and Parameters
   // is an Error naming the copy.
   DeviceBuffer<float> direct(n);
   auto both_ways = [&](cudaStream_t s) {
@@ -302,7 +302,7 @@ TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAuto
     uniforms_from<<<blocks_for(n), kThreads, 0, s>>>(out.data(), n, device_args.data());
   };
   Graph twice;
-  takes_the_ring(twice, both_ways, "PerLaunch::Parameters, but a memcpy node copies the PhiloxArgs of a draw");
+  refuses_parameters(twice, both_ways, "PerLaunch::Parameters, but a memcpy node copies the PhiloxArgs of a draw");
   replays_draw_as_eager(twice, b, {&direct, &out}, stream, 3);  // one draw, read by both kernels
 }
 
@@ -310,8 +310,8 @@ namespace {
 __global__ void set_flag(bool* flag, bool value) { *flag = value; }
 }  // namespace
 
-TEST_CASE("RNG: a draw handed both to a top-level kernel and to a kernel inside a While body takes the ring (node "
-          "updates cannot reach the body); PerLaunch::Parameters is an Error there",
+TEST_CASE("RNG: a draw handed both to a top-level kernel and to a kernel inside a While body takes its offsets from "
+          "the device's words (node updates cannot reach the body); PerLaunch::Parameters is an Error there",
           "[rng][conditional][gpu]") {
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);
@@ -327,13 +327,13 @@ TEST_CASE("RNG: a draw handed both to a top-level kernel and to a kernel inside 
     set_flag<<<1, 1, 0, loop.stream()>>>(go_on.data(), false);  // one iteration
   };
   Graph g;
-  takes_the_ring(g, body, "PerLaunch::Parameters, but a kernel inside a conditional body or a child graph takes the "
+  refuses_parameters(g, body, "PerLaunch::Parameters, but a kernel inside a conditional body or a child graph takes the "
                           "PhiloxArgs of a draw");
   replays_draw_as_eager(g, b, {&outside, &inside}, stream, 3);
 }
 
-TEST_CASE("RNG: a graph with device-updatable kernel nodes gets its offsets through the ring (node updates from the "
-          "host would overwrite the device's); PerLaunch::Parameters is an Error there",
+TEST_CASE("RNG: a graph with device-updatable kernel nodes takes its offsets from the device's words (node updates "
+          "from the host would overwrite the device's); PerLaunch::Parameters is an Error there",
           "[rng][gpu]") {
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);
@@ -344,7 +344,7 @@ TEST_CASE("RNG: a graph with device-updatable kernel nodes gets its offsets thro
   config.block = dim3(kThreads);
   auto body = [&](cudaStream_t) { (void)cugraphs::launch_updatable(config, uniforms, out.data(), kN, a.philox(1), 1); };
   Graph g;
-  takes_the_ring(g, body, "PerLaunch::Parameters, but the graph holds device-updatable kernel nodes");
+  refuses_parameters(g, body, "PerLaunch::Parameters, but the graph holds device-updatable kernel nodes");
   replays_draw_as_eager(g, b, {&out}, stream, 2);
 }
 
@@ -353,7 +353,7 @@ TEST_CASE("RNG: set_kernel_args on a drawing kernel's node: later replays keep t
           "[rng][update][gpu]") {
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);
-  for (const auto per_launch : {PerLaunch::Parameters, PerLaunch::Ring}) {
+  for (const auto per_launch : {PerLaunch::Advance, PerLaunch::Parameters, PerLaunch::Ring}) {
     INFO("per launch: " << static_cast<int>(per_launch));
     Generator a(21), b(21);
     DeviceBuffer<float> x(kN), y(kN), ref(kN);
@@ -394,7 +394,9 @@ TEST_CASE("RNG: with offsets as kernel arguments, set_kernel_args that hands a d
   PhiloxArgs args;
   Graph g;
   {
-    cugraphs::CaptureScope scope(g);
+    cugraphs::CaptureOptions opts;
+    opts.per_launch = PerLaunch::Parameters;
+    cugraphs::CaptureScope scope(g, opts);
     args = a.philox(1);
     uniforms<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, args, 1);
     uniforms<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(y.data(), kN, PhiloxArgs{5, 0, nullptr}, 1);
@@ -424,11 +426,16 @@ TEST_CASE("RNG: a kernel without parameters beside a draw leaves the offsets as 
   const int zero = 0;
   REQUIRE(cudaMemcpyToSymbol(bumps, &zero, sizeof zero) == cudaSuccess);
   Graph g;
-  cugraphs::capture(g, [&](cudaStream_t s) {
-    bump<<<1, 1, 0, s>>>();
-    draw(a, out, 2, s);
-  });
-  CHECK(g.per_launch() == PerLaunch::Parameters);  // Auto: one node takes values
+  cugraphs::CaptureOptions opts;
+  opts.per_launch = PerLaunch::Parameters;
+  cugraphs::capture(
+      g,
+      [&](cudaStream_t s) {
+        bump<<<1, 1, 0, s>>>();
+        draw(a, out, 2, s);
+      },
+      opts);
+  CHECK(g.per_launch() == PerLaunch::Parameters);  // not refused: one node takes values
   CHECK(g.node_count() == 2u);
   for (int replay = 0; replay < 3; ++replay) {
     g.replay(stream);
@@ -438,4 +445,58 @@ TEST_CASE("RNG: a kernel without parameters beside a draw leaves the offsets as 
   int counted = 0;
   REQUIRE(cudaMemcpyFromSymbol(&counted, bumps, sizeof counted) == cudaSuccess);
   CHECK(counted == 3);
+}
+
+namespace {
+__global__ void accumulate(float* sum, const float* x, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) sum[i] += x[i];
+}
+}  // namespace
+
+TEST_CASE("RNG: a graph that advances its offsets, replayed on another stream while its last launch still runs and "
+          "after an eager draw, draws bitwise the eager numbers (the words wait for that launch's end)",
+          "[rng][gpu]") {
+  constexpr std::size_t n = 4096;
+  cugraphs::Stream first, second, eager_stream;
+  Generator a(77), b(77);
+  DeviceBuffer<float> slow(n), out(n), sum(n), between(n), ref(n), ref_sum(n);
+  put_all(sum, 0.5f);
+  put_all(ref_sum, 0.5f);
+  Graph g;
+  cugraphs::capture(g, [&](cudaStream_t s) {
+    // 20 ms of waiting first: the next replay's words are set while this launch still runs.
+    slow_fill_kernel<<<1, kThreads, 0, s>>>(slow.data(), n, 1.0f, 20'000'000);
+    draw(a, out, 2, s);
+    accumulate<<<blocks_for(n), kThreads, 0, s>>>(sum.data(), out.data(), n);
+  });
+  REQUIRE(g.per_launch() == PerLaunch::Advance);
+  g.replay(first);
+  draw(a, between, 1, eager_stream);  // the generator moves without the graph
+  g.replay(second);                   // its words must wait for the first launch's draw
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+  cugraphs::Stream s;
+  for (const int per_thread : {2, 1, 2}) {  // replay, eager, replay
+    draw(b, ref, per_thread, s);
+    if (per_thread == 2) accumulate<<<blocks_for(n), kThreads, 0, s>>>(ref_sum.data(), ref.data(), n);
+    else REQUIRE(bitwise_equal(between.to_host(s), ref.to_host(s)));
+  }
+  CHECK(bitwise_equal(sum.to_host(s), ref_sum.to_host(s)));
+  CHECK(a.offset() == b.offset());
+}
+
+TEST_CASE("RNG: PerLaunch::Advance on a graphed callable, which stages inputs, is an Error at capture that says why",
+          "[rng][graphed][gpu]") {
+  Generator a(5);
+  DeviceBuffer<float> x(kN), out(kN);
+  cugraphs::GraphedOptions opts;
+  opts.per_launch = PerLaunch::Advance;
+  auto f = [&](cugraphs::DeviceSpan<const float> in) {
+    uniforms<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(out.data(), kN, a.philox(1), 1);
+    copy_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(out.data(), in.data(), kN);
+  };
+  const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(opts, f, cugraphs::DeviceSpan<const float>(x)); });
+  CHECK(contains(e.what(), "PerLaunch::Advance, which refreshes a graph's random numbers on the device, but it "
+                           "stages a graphed callable's inputs"));
+  CHECK_NOTHROW(a.manual_seed(6));  // the failed capture let go of the generator
 }

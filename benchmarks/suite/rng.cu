@@ -1,13 +1,14 @@
 // Replays of a graph whose kernel draws random numbers through a Generator against the same
 // graph drawing from fixed arguments: host cost with the stream kept busy, and back-to-back
-// replays to completion, for the default (PerLaunch::Auto, which hands a graph of one drawing
-// kernel its offsets as kernel arguments) and for PerLaunch::Ring. Then the sweep that sets
-// kAutoParameterNodes: graphs of 1, 10 and 100 small drawing kernels, to completion and host
-// cost, four ways: fixed arguments (no fresh numbers: the floor), the library through the
-// ring, the library with offsets as kernel arguments (PerLaunch::Parameters), and the same
-// done by hand in raw CUDA (cudaGraphExecKernelNodeSetParams of every drawing node before each
-// cudaGraphLaunch), which the library's figure should match. Last, a graphed callable that
-// both stages 16 inputs and draws, both ways, against f's graph alone.
+// replays to completion, for the default (PerLaunch::Auto: a graph that only draws advances its
+// offsets on the device, PerLaunch::Advance), for PerLaunch::Parameters and for PerLaunch::Ring.
+// Then graphs of 1, 10 and 100 small drawing kernels, to completion and host cost, five ways:
+// fixed arguments (no fresh numbers: the floor), the library through the ring, the library with
+// offsets as kernel arguments (PerLaunch::Parameters), the same done by hand in raw CUDA
+// (cudaGraphExecKernelNodeSetParams of every drawing node before each cudaGraphLaunch), which
+// the library's figure should match, and the library advancing the offsets on the device.
+// Last, a graphed callable that both stages 16 inputs and draws, both ways, against f's graph
+// alone.
 #include "suite.hpp"
 
 #include <cugraphs/graph.hpp>
@@ -31,15 +32,27 @@ __global__ void uniforms(float* out, unsigned n, cugraphs::PhiloxArgs args) {
   out[i] = curand_uniform(&state);
 }
 
-// Graphs of `kernels` small drawing kernels, three ways (see the header).
+const char* per_launch_name(cugraphs::PerLaunch p) {
+  switch (p) {
+    case cugraphs::PerLaunch::Parameters: return "parameters";
+    case cugraphs::PerLaunch::Ring: return "ring";
+    case cugraphs::PerLaunch::Advance: return "advance";
+    case cugraphs::PerLaunch::Auto: break;
+  }
+  return "none";
+}
+
+// Graphs of `kernels` small drawing kernels, five ways (see the header).
 void rng_sweep(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
   constexpr unsigned n = 1u << 14;  // small kernels: the latency-bound case
-  std::printf("\n== RNG sweep: graphs of small drawing kernels, fixed args / ring / args (library) / args (raw)\n");
-  std::printf("%-8s %11s %11s %11s %11s %9s %9s | %9s %9s %9s %9s\n", "kernels", "fixed done", "ring done",
-              "args done", "raw done", "ring/fix", "args/fix", "fix host", "ring host", "args host", "raw host");
+  std::printf("\n== RNG sweep: graphs of small drawing kernels, fixed args / ring / args (library) / args (raw) / "
+              "advance\n");
+  std::printf("%-8s %11s %11s %11s %11s %11s %9s %9s %9s | %9s %9s %9s %9s %9s\n", "kernels", "fixed done", "ring done",
+              "args done", "raw done", "adv done", "ring/fix", "args/fix", "adv/fix", "fix host", "ring host",
+              "args host", "raw host", "adv host");
   for (const int kernels : {1, 10, 100}) {
     cugraphs::DeviceBuffer<float> out(n * static_cast<std::size_t>(kernels));
-    cugraphs::Graph fixed, ring, args, params;
+    cugraphs::Graph fixed, ring, args, params, advance;
     auto capture_with = [&](cugraphs::Graph& g, bool fresh, cugraphs::PerLaunch per_launch) {
       cugraphs::CaptureOptions opts;
       opts.per_launch = per_launch;
@@ -56,6 +69,7 @@ void rng_sweep(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
     capture_with(ring, true, cugraphs::PerLaunch::Ring);
     capture_with(args, true, cugraphs::PerLaunch::Parameters);
     capture_with(params, false, cugraphs::PerLaunch::Auto);
+    capture_with(advance, true, cugraphs::PerLaunch::Advance);
     cugraphs::check_launch("uniforms");
     // The alternative: before each launch, every drawing node gets this launch's (seed,
     // offset) by value (cudaGraphExecKernelNodeSetParams applies to later launches only).
@@ -83,15 +97,18 @@ void rng_sweep(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
     const double rd = to_done([&] { ring.replay(); }, stream);
     const double ad = to_done([&] { args.replay(); }, stream);
     const double pd = to_done(params_launch, stream);
+    const double vd = to_done([&] { advance.replay(); }, stream);
     HostTimer timer(stream);
-    const auto h = timer.medians(
-        {[&] { fixed.replay(); }, [&] { ring.replay(); }, [&] { args.replay(); }, params_launch}, 16, reps(40), 3);
-    std::printf("%-8d %8.2f us %8.2f us %8.2f us %8.2f us %9.3f %9.3f | %6.2f us %6.2f us %6.2f us %6.2f us\n",
-                kernels, fd, rd, ad, pd, rd / fd, ad / fd, h[0], h[1], h[2], h[3]);
+    const auto h = timer.medians({[&] { fixed.replay(); }, [&] { ring.replay(); }, [&] { args.replay(); },
+                                  params_launch, [&] { advance.replay(); }},
+                                 16, reps(40), 3);
+    std::printf("%-8d %8.2f us %8.2f us %8.2f us %8.2f us %8.2f us %9.3f %9.3f %9.3f | %6.2f us %6.2f us %6.2f us "
+                "%6.2f us %6.2f us\n",
+                kernels, fd, rd, ad, pd, vd, rd / fd, ad / fd, vd / fd, h[0], h[1], h[2], h[3], h[4]);
     Json& row = report.section("rng_sweep")[std::to_string(kernels)];
-    const char* ways[] = {"fixed", "ring", "args", "params"};
-    const double done[] = {fd, rd, ad, pd};
-    for (int w = 0; w < 4; ++w) {
+    const char* ways[] = {"fixed", "ring", "args", "params", "advance"};
+    const double done[] = {fd, rd, ad, pd, vd};
+    for (int w = 0; w < 5; ++w) {
       row[std::string(ways[w]) + "_done_us"] = done[w];
       row[std::string(ways[w]) + "_host_us"] = h[static_cast<std::size_t>(w)];
     }
@@ -177,18 +194,21 @@ void rng_section(Report& report, cudaStream_t stream) {
   constexpr unsigned n = 1u << 20;
   cugraphs::DeviceBuffer<float> out(n);
   cugraphs::Generator gen(1);
-  cugraphs::Graph with_rng, with_ring, without_rng;
+  cugraphs::Graph with_rng, with_ring, with_args, without_rng;
   auto drawing = [&](cudaStream_t s) { uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, gen.philox(1)); };
   cugraphs::capture(with_rng, drawing);
-  cugraphs::CaptureOptions ring_opts;
+  cugraphs::CaptureOptions ring_opts, args_opts;
   ring_opts.per_launch = cugraphs::PerLaunch::Ring;
+  args_opts.per_launch = cugraphs::PerLaunch::Parameters;
   cugraphs::capture(with_ring, drawing, ring_opts);
+  cugraphs::capture(with_args, drawing, args_opts);
   cugraphs::capture(without_rng, [&](cudaStream_t s) {
     uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, cugraphs::PhiloxArgs{1, 0, nullptr});
   });
   cugraphs::check_launch("uniforms");
   HostTimer timer(stream);
-  const auto m = timer.medians({[&] { with_rng.replay(); }, [&] { without_rng.replay(); }, [&] { with_ring.replay(); }},
+  const auto m = timer.medians({[&] { with_rng.replay(); }, [&] { without_rng.replay(); }, [&] { with_ring.replay(); },
+                                [&] { with_args.replay(); }},
                                32, reps(80), 5);
   auto done = [&](cugraphs::Graph& g) {
     std::vector<double> v;
@@ -201,7 +221,7 @@ void rng_section(Report& report, cudaStream_t stream) {
     }
     return median(v);
   };
-  const double dw = done(with_rng), dn = done(without_rng), dr = done(with_ring);
+  const double dw = done(with_rng), dn = done(without_rng), dr = done(with_ring), da = done(with_args);
   const double ratio = m[0] / m[1];
   const std::string v = report.goal({"rng", "rng_vs_fixed", "replay host cost with RNG / without"}, ratio, "<=", 1.1);
   // Issue 29: the replay to completion.
@@ -212,8 +232,11 @@ void rng_section(Report& report, cudaStream_t stream) {
   std::printf("%-26s %11.3f us %11.3f us %8.3f %8s %s\n", "host cost per replay", m[0], m[1], ratio, "<= 1.1", v.c_str());
   std::printf("%-26s %11.2f us %11.2f us %8.3f %8s %s\n", "to done, back to back", dw, dn, dw / dn, "<= 1.1",
               vd.c_str());
+  std::printf("(with RNG: PerLaunch::Auto, which chose %s)\n", per_launch_name(with_rng.per_launch()));
   std::printf("%-26s %11.3f us host, %.2f us to done (%.3f, %.3f of without)\n", "the same, PerLaunch::Ring", m[2],
               dr, m[2] / m[1], dr / dn);
+  std::printf("%-26s %11.3f us host, %.2f us to done (%.3f, %.3f of without)\n", "the same, Parameters", m[3], da,
+              m[3] / m[1], da / dn);
   timer.note_uncovered();
   {
     Json& sec = report.section("rng");
@@ -223,7 +246,9 @@ void rng_section(Report& report, cudaStream_t stream) {
     sec["without_rng_done_us"] = dn;
     sec["ring_us"] = m[2];
     sec["ring_done_us"] = dr;
-    sec["per_launch"] = with_rng.per_launch() == cugraphs::PerLaunch::Parameters ? "parameters" : "ring";
+    sec["args_us"] = m[3];
+    sec["args_done_us"] = da;
+    sec["per_launch"] = per_launch_name(with_rng.per_launch());
     sec["uncovered_batches"] = timer.uncovered();
   }
   rng_sweep(report, stream, gen);

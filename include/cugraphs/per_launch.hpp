@@ -5,21 +5,31 @@
 namespace cugraphs {
 
 /// How each launch of a graph gets its fresh values (every Generator's (seed, offset), a
-/// graphed callable's input addresses). Both ways give the same results; they differ in
-/// cost. Parameters: before each launch, the kernel nodes that take such values get this
-/// launch's as kernel arguments (cudaGraphExecKernelNodeSetParams, which leaves launches
-/// already queued as they were): no kernel is added (a graph that stages gets one event
-/// record node at its end, which marks when a launch has finished), and the host pays one
-/// node update a kernel that takes values. Ring: the host posts the values to a pinned ring,
-/// a head kernel takes them before the graph's first nodes and a tail kernel after its last counts
-/// the launch done: two kernels in series with the graph's work, a host cost that does not
-/// grow with the graph. Auto: Parameters when every value reaches its kernels as an argument
-/// of a top-level kernel node and no other way (not inside a conditional body or a child
-/// graph, not through a copy from host memory), a graphed callable stages at most 64 inputs,
-/// the graph holds no device-updatable node, and at most kAutoParameterNodes kernel nodes
-/// take values; Ring otherwise. Forcing Parameters where that does not hold is an Error at
-/// capture_end that says why.
-enum class PerLaunch { Auto, Parameters, Ring };
+/// graphed callable's input addresses). Every way gives the same results; they differ in
+/// cost. Advance (graphs that draw and stage nothing): the graph advances its generators'
+/// offsets itself, through one small kernel after its last nodes (and an event record node
+/// that marks a launch's end); the host launches and does nothing more, unless its generators
+/// moved otherwise since the last launch (eager draws, another graph drawing from them,
+/// manual_seed), when one small kernel sets the device's words first. Parameters: before each
+/// launch, the kernel nodes that take such values get this launch's as kernel arguments
+/// (cudaGraphExecKernelNodeSetParams, which leaves launches already queued as they were; a
+/// node whose values did not change, a callable called again with the same inputs, is left as
+/// it is): no kernel is added (a graph that stages gets one event record node at its end),
+/// and the host pays one node update a kernel that takes values. Ring: the host posts the
+/// values to a pinned ring, a head kernel takes them before the graph's first nodes and a tail
+/// kernel after its last counts the launch done: two kernels in series with the graph's work,
+/// a host cost that does not grow with the graph. Auto: Advance for a graph that draws and
+/// stages nothing; for a graphed callable, Parameters when every value reaches its kernels as
+/// an argument of a top-level kernel node and no other way (not inside a conditional body or a
+/// child graph, not through a copy from host memory), it stages at most 64 inputs, the graph
+/// holds no device-updatable node, and at most kAutoParameterNodes kernel nodes take values;
+/// Ring otherwise. Forcing Parameters where that does not hold, or Advance on a graph that
+/// stages, is an Error at capture_end that says why. A launch of the executable outside
+/// cugraphs (cudaGraphLaunch of native_exec()) gets no fresh values from the host: under
+/// Parameters and Ring it repeats the last launch's numbers; under Advance it draws the next
+/// ones, which the generator does not count (later replays run one launch ahead of it until
+/// manual_seed): launch such graphs through Graph::replay.
+enum class PerLaunch { Auto, Parameters, Ring, Advance };
 
 /// The most kernel nodes taking per-launch values for which PerLaunch::Auto chooses
 /// Parameters. Each costs a node update on the host at every launch (0.47 to 0.56 us on the

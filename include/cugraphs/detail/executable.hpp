@@ -107,7 +107,10 @@ public:
   [[nodiscard]] PerLaunch per_launch_asked() const noexcept { return per_launch_asked_; }
   // How launches get their per-launch values; Auto when the graph takes none.
   [[nodiscard]] PerLaunch per_launch() const noexcept {
-    return !ring_ ? PerLaunch::Auto : ring_->by_arguments() ? PerLaunch::Parameters : PerLaunch::Ring;
+    return !ring_                 ? PerLaunch::Auto
+           : ring_->by_arguments() ? PerLaunch::Parameters
+           : ring_->advancing()    ? PerLaunch::Advance
+                                   : PerLaunch::Ring;
   }
 
   // The executable, its graph and what they kept go; the ring first waits until launches in

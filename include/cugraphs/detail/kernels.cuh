@@ -117,6 +117,30 @@ cudaError_t launch_stage_kernel(const StageArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// The advance kernel (PerLaunch::Advance): after the graph's last nodes, the next launch's
+// offsets.
+template <int = 0>
+__global__ void advance_kernel_impl(AdvanceArgs a) {
+  for (unsigned i = threadIdx.x; i < a.generators; i += blockDim.x) a.values[2 * i + 1] += a.increments[i];
+}
+
+// Before a launch whose generators moved otherwise: every generator's (seed, offset).
+template <int = 0>
+__global__ void set_words_kernel(SetWordsArgs a) {
+  for (unsigned i = threadIdx.x; i < a.words; i += blockDim.x) a.values[i] = a.w[i];
+}
+
+template <int = 0>
+cudaError_t launch_set_words_kernel(const SetWordsArgs& a, cudaStream_t stream) {
+  set_words_kernel<<<1, 32, 0, stream>>>(a);
+  return cudaGetLastError();
+}
+
+[[maybe_unused]] static const bool advance_registered = [] {
+  register_advance_kernels(reinterpret_cast<const void*>(&advance_kernel_impl<>), &launch_set_words_kernel<>);
+  return true;
+}();
+
 [[maybe_unused]] static const bool ring_registered = [] {
   register_ring_kernels(reinterpret_cast<const void*>(&ring_head_kernel_impl<>),
                         reinterpret_cast<const void*>(&ring_tail_kernel_impl<>), &launch_stage_kernel<>);

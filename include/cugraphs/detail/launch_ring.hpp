@@ -7,6 +7,13 @@
 //   each launch they are set to this launch's values (cudaGraphExecKernelNodeSetParams
 //   applies to later launches only). No kernel is added; a graph that stages gets an event
 //   record node after its last nodes (ArgumentSites::ready).
+// - Advanced on the device (a graph that draws and stages nothing): the captured kernels read
+//   the generators' device words; one kernel after the graph's last nodes adds what a launch
+//   draws to each offset, and an event record node after it marks the launch's end. The host
+//   launches and does nothing else while its generators are where the device's words will be;
+//   when they moved otherwise (eager draws, another graph drawing from them, manual_seed), a
+//   one-thread kernel sets the words on the replay's stream first (after the last launch's
+//   end, when that launch went on another stream).
 // - Through a ring: one head kernel goes before the graph's first nodes and one tail kernel
 //   after its last. The host writes launch k's values in slot k % slots of a pinned HostRing,
 //   publishes the tag k + 1, then launches. The head takes the slot if its tag is there: the
@@ -56,7 +63,7 @@ struct GeneratorState {
   std::pair<std::uint64_t, std::uint64_t> take(std::uint64_t increment);
 };
 
-inline constexpr unsigned kMaxGeneratorsPerGraph = 8;
+inline constexpr unsigned kMaxGeneratorsPerGraph = kMaxAdvanced;
 
 // A graph's per-launch values: recorded while its capture is open (the generators drawn
 // from, the staged inputs), readied once it has ended (attach), handed to every launch.
@@ -105,8 +112,10 @@ public:
   };
   void attach(cudaGraph_t g, cudaStream_t stream, const GraphFacts& facts, std::string_view op);
 
-  // Whether launches take their values as kernel arguments (else through the ring).
+  // Whether launches take their values as kernel arguments, or advance them on the device
+  // (else through the ring).
   [[nodiscard]] bool by_arguments() const noexcept { return sites_.has_value(); }
+  [[nodiscard]] bool advancing() const noexcept { return advancing_; }
 
   // ---- every launch
 
@@ -121,6 +130,20 @@ public:
   template <class Resolve, class Stage, class Guard, class Go>
   void launch(cudaStream_t stream, cudaGraphExec_t exec, Resolve&& resolve, Stage&& stage, Guard&& guard, Go&& go,
               std::string_view op) {
+    if (advancing_) {
+      stage(std::span<unsigned long long>());  // nothing staged: advancing only draws
+      guard([&, this] {
+        take_values();
+        const bool moved = !std::ranges::equal(taken_, expected_);
+        expected_.clear();  // unknown until this launch is queued
+        if (moved) post_words(stream, op);
+        go();
+        for (std::size_t i = 0; i < taken_.size(); ++i)
+          expected_.emplace_back(taken_[i].first, taken_[i].second + uses_[i].increment);
+        last_stream_ = stream;
+      });
+      return;
+    }
     if (sites_) {
       sites_->bind(exec, resolve);
       stage(sites_->staged());
@@ -163,10 +186,10 @@ public:
     }
   }
 
-  // The event that a graph staging by arguments records at the end of each launch, through
-  // its last node (ArgumentSites::ready); null otherwise. The graph's holder keeps it.
+  // The event that a graph staging by arguments, or advancing its offsets, records at the end
+  // of each launch, through its last node; null otherwise. The graph's holder keeps it.
   [[nodiscard]] std::shared_ptr<void> end_event() const noexcept {
-    return sites_ ? sites_->end_event() : nullptr;
+    return sites_ ? sites_->end_event() : advance_end_;
   }
 
   // Whether launches stage a graphed callable's inputs.
@@ -200,6 +223,11 @@ private:
   // The ring's head before every root node of `g` and its tail after every last one.
   void attach_ring(cudaGraph_t g, std::string_view op);
 
+  // The advance kernel after every last node of `g`, and the end's event record node after it.
+  void attach_advance(cudaGraph_t g, std::string_view op);
+  // Sets the generators' words to taken_ on `stream`, after the last launch's end.
+  void post_words(cudaStream_t stream, std::string_view op);
+
   // Each generator's (seed, offset) for this launch, advancing it by what a launch draws.
   void take_values();
 
@@ -216,6 +244,12 @@ private:
   bool capturing_ = true;
   PerLaunch policy_;
   std::optional<ArgumentSites> sites_;  // values as kernel arguments, when chosen
+  // Offsets advanced on the device:
+  bool advancing_ = false;
+  AdvanceArgs advance_{};
+  std::shared_ptr<CUevent_st> advance_end_;  // recorded by the graph's last node
+  std::vector<std::pair<std::uint64_t, std::uint64_t>> expected_;  // what the words hold for the next launch
+  std::optional<cudaStream_t> last_stream_;  // of the last launch
   // Values through the ring:
   RingArgs args_{};
   HostRing ring_;  // last: waited for before the device words go

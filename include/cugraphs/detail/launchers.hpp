@@ -56,6 +56,30 @@ constexpr unsigned head_threads(const RingArgs& a) noexcept {
 [[nodiscard]] CUGRAPHS_INLINE const void* ring_head_kernel() noexcept;
 [[nodiscard]] CUGRAPHS_INLINE const void* ring_tail_kernel() noexcept;
 
+// Offsets a graph advances itself (PerLaunch::Advance, detail/launch_ring.hpp). The advance
+// kernel, one thread, is put after a graph's last nodes: it adds what one launch draws to
+// each generator's offset word, so that the next launch draws the next numbers with no value
+// from the host. The set-words kernel, launched on the replay's stream before a launch,
+// writes every generator's (seed, offset) when the host's generators moved otherwise (eager
+// draws, another graph drawing from them, manual_seed).
+inline constexpr unsigned kMaxAdvanced = 8;  // generators a graph may draw from
+struct AdvanceArgs {
+  unsigned long long* values;  // 2 x generators (device): (seed, offset) each
+  unsigned generators;
+  unsigned long long increments[kMaxAdvanced];  // what one launch draws from each
+};
+struct SetWordsArgs {
+  unsigned long long* values;
+  unsigned words;
+  unsigned long long w[2 * kMaxAdvanced];
+};
+using SetWordsLauncher = cudaError_t (*)(const SetWordsArgs& args, cudaStream_t stream);
+// Called by every nvcc translation unit that includes cugraphs/graph.hpp, at start-up.
+CUGRAPHS_INLINE void register_advance_kernels(const void* advance, SetWordsLauncher set) noexcept;
+// The registered advance kernel (null until an nvcc translation unit has run).
+[[nodiscard]] CUGRAPHS_INLINE const void* advance_kernel() noexcept;
+void launch_set_words(const SetWordsArgs& args, cudaStream_t stream, std::string_view op);
+
 // A graphed callable's staging copy, captured before its function: copies every input
 // address of the launch (a non-null one) onto its static buffer. Grid: (chunks, leaves).
 // The addresses come from the ring's head (control set) or, when the graph takes its

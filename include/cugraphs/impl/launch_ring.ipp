@@ -58,6 +58,14 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
     check(cudaMemsetAsync(control(), 0, kControlWords * sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
     check(cudaStreamSynchronize(stream), "{}: cudaStreamSynchronize", op);
   }
+  if (policy_ == PerLaunch::Advance || (policy_ == PerLaunch::Auto && !sources_ && advance_kernel() != nullptr)) {
+    if (sources_)
+      throw_misuse(op, "the capture asked for PerLaunch::Advance, which refreshes a graph's random numbers on the "
+                       "device, but it stages a graphed callable's inputs, which only the host knows at each call. "
+                       "Capture with PerLaunch::Auto, Parameters or Ring");
+    attach_advance(g, op);
+    return;
+  }
   if (policy_ != PerLaunch::Ring) {
     if (facts.updatable) {
       (void)refuse_arguments(op, "the graph holds device-updatable kernel nodes (launch_updatable), whose updates "
@@ -77,10 +85,17 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
 }
 
 CUGRAPHS_INLINE void LaunchRing::wait_all(std::string_view op) noexcept {
-  if (sites_)
+  if (sites_) {
     sites_->wait(op);
-  else
+  } else if (advancing_) {
+    RelaxedCaptureMode relaxed;  // a capture open on this thread must go on
+    if (const cudaError_t e = cudaEventSynchronize(advance_end_.get()); e != cudaSuccess) {
+      (void)cudaGetLastError();
+      report_in_destructor(e, op);
+    }
+  } else {
     ring_.wait_all(op);
+  }
 }
 
 CUGRAPHS_INLINE std::shared_ptr<void> LaunchRing::refuse_device_launch(bool device_launch, std::string_view op) {
@@ -138,6 +153,45 @@ CUGRAPHS_INLINE void LaunchRing::attach_ring(cudaGraph_t g, std::string_view op)
   kp.blockDim = dim3(1);
   cudaGraphNode_t tail = nullptr;
   check(cudaGraphAddKernelNode(&tail, g, sinks.data(), sinks.size(), &kp), "{}: cudaGraphAddKernelNode (ring tail)", op);
+}
+
+CUGRAPHS_INLINE void LaunchRing::attach_advance(cudaGraph_t g, std::string_view op) {
+  const void* kernel = advance_kernel();
+  if (kernel == nullptr) throw_needs_nvcc(op, "a graph that draws random numbers");
+  advance_ = AdvanceArgs{values(), static_cast<unsigned>(uses_.size()), {}};
+  for (std::size_t i = 0; i < uses_.size(); ++i) advance_.increments[i] = uses_[i].increment;
+  const auto sinks = graph_sinks(g, op);
+  void* params[] = {&advance_};
+  cudaKernelNodeParams kp{};
+  kp.func = const_cast<void*>(kernel);
+  kp.gridDim = dim3(1);
+  kp.blockDim = dim3(32);
+  kp.kernelParams = params;
+  cudaGraphNode_t advance = nullptr;
+  check(cudaGraphAddKernelNode(&advance, g, sinks.data(), sinks.size(), &kp), "{}: cudaGraphAddKernelNode (advance)", op);
+  RelaxedCaptureMode relaxed;  // a capture may be open on this thread
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
+  advance_end_ = std::shared_ptr<CUevent_st>(e, [](cudaEvent_t ev) {
+    RelaxedCaptureMode r;
+    report_in_destructor(cudaEventDestroy(ev), "cudaEventDestroy (per-launch values)");
+  });
+  cudaGraphNode_t end = nullptr;
+  check(cudaGraphAddEventRecordNode(&end, g, &advance, 1, e), "{}: cudaGraphAddEventRecordNode (the end of a launch)",
+        op);
+  advancing_ = true;
+}
+
+CUGRAPHS_INLINE void LaunchRing::post_words(cudaStream_t stream, std::string_view op) {
+  // The last launch, on another stream, may still be reading the words.
+  if (last_stream_ && *last_stream_ != stream)
+    check(cudaStreamWaitEvent(stream, advance_end_.get(), 0), "{}: cudaStreamWaitEvent (the last launch's end)", op);
+  SetWordsArgs a{values(), static_cast<unsigned>(2 * taken_.size()), {}};
+  for (std::size_t i = 0; i < taken_.size(); ++i) {
+    a.w[2 * i] = taken_[i].first;
+    a.w[2 * i + 1] = taken_[i].second;
+  }
+  launch_set_words(a, stream, op);
 }
 
 CUGRAPHS_INLINE void LaunchRing::take_values() {

@@ -16,6 +16,8 @@ struct KernelRegistry {
   std::atomic<const void*> ring_head{nullptr};
   std::atomic<const void*> ring_tail{nullptr};
   std::atomic<StageLauncher> stage{nullptr};
+  std::atomic<const void*> advance{nullptr};
+  std::atomic<SetWordsLauncher> set_words{nullptr};
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   std::atomic<SetConditionLauncher> set_condition{nullptr};
 #endif
@@ -31,6 +33,22 @@ CUGRAPHS_INLINE void register_ring_kernels(const void* head, const void* tail, S
   r.ring_head.store(head, std::memory_order_release);
   r.ring_tail.store(tail, std::memory_order_release);
   r.stage.store(stage, std::memory_order_release);
+}
+
+CUGRAPHS_INLINE void register_advance_kernels(const void* advance, SetWordsLauncher set) noexcept {
+  KernelRegistry& r = kernel_registry();
+  r.advance.store(advance, std::memory_order_release);
+  r.set_words.store(set, std::memory_order_release);
+}
+
+CUGRAPHS_INLINE const void* advance_kernel() noexcept {
+  return kernel_registry().advance.load(std::memory_order_acquire);
+}
+
+CUGRAPHS_INLINE void launch_set_words(const SetWordsArgs& args, cudaStream_t stream, std::string_view op) {
+  const SetWordsLauncher launch = kernel_registry().set_words.load(std::memory_order_acquire);
+  if (launch == nullptr) throw_needs_nvcc(op, "a graph that draws random numbers");
+  check(launch(args, stream), "{}: launching the kernel that sets the generators' words", op);
 }
 
 CUGRAPHS_INLINE const void* ring_head_kernel() noexcept {
