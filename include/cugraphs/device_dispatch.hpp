@@ -31,9 +31,9 @@ inline constexpr int kDispatchKeyOutOfRange = -1;  // cudaError_t values are not
 /// A DeviceDispatch's choice as kernels take it (by value, trivially copyable; from
 /// DeviceDispatch::table()). The kernel that computes the key may dispatch itself, with no
 /// dispatcher graph between it and the bucket: call dispatch(key) from one thread of a kernel
-/// that runs in a graph captured with CaptureOptions::device_launch (CUDA launches graphs from
-/// kernels of a graph only). The bucket's graph runs once the launching graph has finished, in
-/// its stream order. Failures reach DeviceDispatch::check() as the dispatcher's do.
+/// that runs in a graph (CUDA launches graphs only from kernels of a graph; that graph need not
+/// be made for device launch). The bucket's graph runs once the launching graph has finished,
+/// in its stream order. Failures reach DeviceDispatch::check() as the dispatcher's do.
 struct DispatchTable {
   const unsigned* bounds = nullptr;        ///< ascending, one a bucket (device memory)
   const DeviceGraph* graphs = nullptr;     ///< the buckets' graphs (device memory)
