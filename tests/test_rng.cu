@@ -48,7 +48,7 @@ TEST_CASE("RNG: consecutive replays draw different numbers", "[rng][gpu]") {
 
 TEST_CASE("RNG: eager, replay, replay, eager, replay equals five eager calls bitwise, whichever way replays get "
           "their offsets", "[rng][gpu]") {
-  for (const auto per_launch : {PerLaunch::Auto, PerLaunch::Parameters, PerLaunch::Ring}) {
+  for (const auto per_launch : {PerLaunch::Parameters, PerLaunch::Ring, PerLaunch::Advance}) {
     for (const bool explicit_stream : {false, true}) {
       INFO("explicit stream: " << explicit_stream << ", per launch: " << static_cast<int>(per_launch));
       cugraphs::Stream stream;
@@ -62,9 +62,9 @@ TEST_CASE("RNG: eager, replay, replay, eager, replay equals five eager calls bit
         cugraphs::CaptureScope scope(g, opts);
         draw(a, out, 3, scope.stream());
       }
-      // Auto: the graph advances its offsets (the advance kernel and the end's record node).
-      CHECK(g.per_launch() == (per_launch == PerLaunch::Auto ? PerLaunch::Advance : per_launch));
-      CHECK(g.node_count() == (per_launch == PerLaunch::Parameters ? 1u : 3u));  // or the ring's head and tail
+      CHECK(g.per_launch() == per_launch);
+      // The ring's head and tail, or the advance kernel and the end's event record node.
+      CHECK(g.node_count() == (per_launch == PerLaunch::Parameters ? 1u : 3u));
       CHECK(a.offset() == before);  // capture does not advance the generator
       for (const char step : std::string("ERRER")) {
         if (step == 'E') {
@@ -241,9 +241,9 @@ void replays_draw_as_eager(Graph& g, Generator& twin, std::initializer_list<cons
 }
 }  // namespace
 
-TEST_CASE("RNG: PerLaunch::Auto lets a graph that only draws advance its offsets on the device, with any number "
-          "of drawing kernels and when a draw reaches its kernel through memory; PerLaunch::Parameters there is an "
-          "Error that leaves the graph reusable",
+TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAutoParameterNodes drawing kernels, "
+          "and lets a graph that only draws advance them on the device beyond and when a draw reaches its kernel "
+          "through memory; PerLaunch::Parameters there is an Error that leaves the graph reusable",
           "[rng][gpu]") {
   constexpr std::size_t n = 5000;
   cugraphs::Stream stream;
@@ -260,8 +260,9 @@ TEST_CASE("RNG: PerLaunch::Auto lets a graph that only draws advance its offsets
     cugraphs::capture(g, [&](cudaStream_t s) {
       for (unsigned k = 0; k < kernels; ++k) draw(a, out[k], 1 + static_cast<int>(k), s);
     });
-    CHECK(g.per_launch() == PerLaunch::Advance);
-    CHECK(g.node_count() == kernels + 2u);
+    const bool by_arguments = kernels <= cugraphs::kAutoParameterNodes;
+    CHECK(g.per_launch() == (by_arguments ? PerLaunch::Parameters : PerLaunch::Advance));
+    CHECK(g.node_count() == kernels + (by_arguments ? 0u : 2u));
     for (int replay = 0; replay < 3; ++replay) {
       g.replay();
       for (unsigned k = 0; k < kernels; ++k) draw(b, ref[k], 1 + static_cast<int>(k), stream);
@@ -464,12 +465,17 @@ TEST_CASE("RNG: a graph that advances its offsets, replayed on another stream wh
   put_all(sum, 0.5f);
   put_all(ref_sum, 0.5f);
   Graph g;
-  cugraphs::capture(g, [&](cudaStream_t s) {
-    // 20 ms of waiting first: the next replay's words are set while this launch still runs.
-    slow_fill_kernel<<<1, kThreads, 0, s>>>(slow.data(), n, 1.0f, 20'000'000);
-    draw(a, out, 2, s);
-    accumulate<<<blocks_for(n), kThreads, 0, s>>>(sum.data(), out.data(), n);
-  });
+  cugraphs::CaptureOptions opts;
+  opts.per_launch = PerLaunch::Advance;
+  cugraphs::capture(
+      g,
+      [&](cudaStream_t s) {
+        // 20 ms of waiting first: the next replay's words are set while this launch still runs.
+        slow_fill_kernel<<<1, kThreads, 0, s>>>(slow.data(), n, 1.0f, 20'000'000);
+        draw(a, out, 2, s);
+        accumulate<<<blocks_for(n), kThreads, 0, s>>>(sum.data(), out.data(), n);
+      },
+      opts);
   REQUIRE(g.per_launch() == PerLaunch::Advance);
   g.replay(first);
   draw(a, between, 1, eager_stream);  // the generator moves without the graph

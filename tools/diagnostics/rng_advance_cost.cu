@@ -7,6 +7,9 @@
 //   advance    from device words that a second kernel, after the draw, advances by the
 //              graph's increment: the host only launches (it would write the words only when
 //              something else drew from the generator in between)
+//   adv+node   the same with an event record node after the advance kernel (how
+//              PerLaunch::Advance marks a launch's end)
+//   adv+event  the same with a cudaEventRecord after each launch instead
 // For each way: the host's cost a call (batches of 16 calls queued behind a kernel that
 // spins on the GPU timer) and the time to completion (launch, then synchronize; median of
 // 200). The offsets the last launches used are checked.
@@ -62,12 +65,20 @@ int main() {
   const unsigned long long init[2] = {seed, start};
   check(cudaMemcpy(words, init, sizeof init, cudaMemcpyHostToDevice), "cudaMemcpy");
 
-  cudaGraph_t g_args = nullptr, g_adv = nullptr;
+  cudaGraph_t g_args = nullptr, g_adv = nullptr, g_node = nullptr;
+  cudaEvent_t end = nullptr, end_host = nullptr;
+  check(cudaEventCreateWithFlags(&end, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  check(cudaEventCreateWithFlags(&end_host, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   cudaGraphExec_t args = capture(s, [&] { draw_args<<<kBlocks, kThreads, 0, s>>>(seed, start, out); }, &g_args);
   cudaGraphExec_t adv = capture(s, [&] {
     draw_words<<<kBlocks, kThreads, 0, s>>>(words, out);
     advance<<<1, 1, 0, s>>>(words, kIncrement);
   }, &g_adv);
+  cudaGraphExec_t adv_node = capture(s, [&] {
+    draw_words<<<kBlocks, kThreads, 0, s>>>(words, out);
+    advance<<<1, 1, 0, s>>>(words, kIncrement);
+    check(cudaEventRecordWithFlags(end, s, cudaEventRecordExternal), "cudaEventRecordWithFlags (a node)");
+  }, &g_node);
   cudaGraphNode_t node = nullptr;
   std::size_t n = 1;
   check(cudaGraphGetNodes(g_args, &node, &n), "cudaGraphGetNodes");
@@ -99,6 +110,17 @@ int main() {
   const int by_advance = measure(kProgram, "advance", s, [&](int) { check(cudaGraphLaunch(adv, s), "cudaGraphLaunch"); });
   check(cudaStreamSynchronize(s), "sync");
   expect_offset("advance", start + kIncrement * static_cast<unsigned long long>(by_advance - 1));
+  const int by_node = measure(kProgram, "adv+node", s, [&](int) { check(cudaGraphLaunch(adv_node, s), "cudaGraphLaunch"); });
+  check(cudaStreamSynchronize(s), "sync");
+  expect_offset("adv+node", start + kIncrement * static_cast<unsigned long long>(by_advance + by_node - 1));
+  const int by_event = measure(kProgram, "adv+event", s, [&](int) {
+    check(cudaGraphLaunch(adv, s), "cudaGraphLaunch");
+    check(cudaEventRecord(end_host, s), "cudaEventRecord");
+  });
+  check(cudaStreamSynchronize(s), "sync");
+  expect_offset("adv+event", start + kIncrement * static_cast<unsigned long long>(by_advance + by_node + by_event - 1));
+  // Once more at the end: the first way measured also pays the program's warm-up.
+  (void)measure(kProgram, "fixed", s, [&](int) { check(cudaGraphLaunch(args, s), "cudaGraphLaunch"); });
   std::printf("rng_advance_cost: offsets %s\n", failures == 0 ? "as expected" : "WRONG");
   return failures == 0 ? 0 : 1;
 }

@@ -58,7 +58,7 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
     check(cudaMemsetAsync(control(), 0, kControlWords * sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
     check(cudaStreamSynchronize(stream), "{}: cudaStreamSynchronize", op);
   }
-  if (policy_ == PerLaunch::Advance || (policy_ == PerLaunch::Auto && !sources_ && advance_kernel() != nullptr)) {
+  if (policy_ == PerLaunch::Advance) {
     if (sources_)
       throw_misuse(op, "the capture asked for PerLaunch::Advance, which refreshes a graph's random numbers on the "
                        "device, but it stages a graphed callable's inputs, which only the host knows at each call. "
@@ -81,7 +81,12 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
       }
     }
   }
-  attach_ring(g, op);
+  // Auto, where arguments cannot take the values or would cost too many node updates: a graph
+  // that only draws advances its offsets (far less device time than the ring's head and tail).
+  if (policy_ == PerLaunch::Auto && !sources_ && advance_kernel() != nullptr)
+    attach_advance(g, op);
+  else
+    attach_ring(g, op);
 }
 
 CUGRAPHS_INLINE void LaunchRing::wait_all(std::string_view op) noexcept {
