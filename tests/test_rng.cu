@@ -214,7 +214,7 @@ struct FreePinned {
 };
 
 // `body` captured with PerLaunch::Parameters is an Error saying `why` that leaves `g` empty;
-// captured with PerLaunch::Auto, it takes the ring.
+// captured with PerLaunch::Auto, it advances its offsets on the device.
 template <class Body>
 void refuses_parameters(Graph& g, Body&& body, const char* why) {
   cugraphs::CaptureOptions forced;

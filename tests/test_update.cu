@@ -13,6 +13,7 @@
 
 using namespace cugraphs_test;
 using cugraphs::DeviceBuffer;
+using cugraphs::PerLaunch;
 
 namespace {
 
@@ -187,14 +188,20 @@ TEST_CASE("Graph::update(Graph&&): a source captured without instantiation is ap
   CHECK(bitwise_equal(a.to_host(), expect_a));
 }
 
-TEST_CASE("Graph::update: a graph that draws random numbers draws, after an update, exactly what eager calls draw",
+TEST_CASE("Graph::update: a graph that draws random numbers draws, after an update, exactly what eager calls draw, "
+          "whichever way its launches get their offsets",
           "[update][rng][gpu]") {
+  for (const auto per_launch : {PerLaunch::Parameters, PerLaunch::Ring, PerLaunch::Advance}) {
+  INFO("per launch: " << static_cast<int>(per_launch));
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);
   cugraphs::Generator gen(5), twin(5);
   DeviceBuffer<float> x(kN), y(kN), expect(kN);
   cugraphs::Graph g;
-  cugraphs::capture(g, [&](cudaStream_t s) { draw(gen, x, 4, s); });
+  cugraphs::CaptureOptions opts;
+  opts.per_launch = per_launch;
+  cugraphs::capture(g, [&](cudaStream_t s) { draw(gen, x, 4, s); }, opts);
+  REQUIRE(g.per_launch() == per_launch);
   g.replay();
   draw(twin, expect, 4, stream);
   REQUIRE(bitwise_equal(x.to_host(), expect.to_host()));
@@ -210,7 +217,9 @@ TEST_CASE("Graph::update: a graph that draws random numbers draws, after an upda
     CHECK_FALSE(bitwise_equal(got, previous));  // fresh numbers every replay
     previous = got;
   }
+  CHECK(g.per_launch() == per_launch);  // the update recaptured the same way
   CHECK(gen.offset() == twin.offset());
+  }
 }
 
 TEST_CASE("Graph::set_kernel_args: one kernel node's arguments change in the executable without a capture, and "

@@ -1,7 +1,7 @@
 // Replays of a graph whose kernel draws random numbers through a Generator against the same
 // graph drawing from fixed arguments: host cost with the stream kept busy, and back-to-back
-// replays to completion, for the default (PerLaunch::Auto: a graph that only draws advances its
-// offsets on the device, PerLaunch::Advance), for PerLaunch::Parameters and for PerLaunch::Ring.
+// replays to completion, for the default (PerLaunch::Auto, which hands a graph of one drawing
+// kernel its offsets as kernel arguments), for PerLaunch::Advance and for PerLaunch::Ring.
 // Then graphs of 1, 10 and 100 small drawing kernels, to completion and host cost, five ways:
 // fixed arguments (no fresh numbers: the floor), the library through the ring, the library with
 // offsets as kernel arguments (PerLaunch::Parameters), the same done by hand in raw CUDA
@@ -194,21 +194,21 @@ void rng_section(Report& report, cudaStream_t stream) {
   constexpr unsigned n = 1u << 20;
   cugraphs::DeviceBuffer<float> out(n);
   cugraphs::Generator gen(1);
-  cugraphs::Graph with_rng, with_ring, with_args, without_rng;
+  cugraphs::Graph with_rng, with_ring, with_advance, without_rng;
   auto drawing = [&](cudaStream_t s) { uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, gen.philox(1)); };
   cugraphs::capture(with_rng, drawing);
-  cugraphs::CaptureOptions ring_opts, args_opts;
+  cugraphs::CaptureOptions ring_opts, advance_opts;
   ring_opts.per_launch = cugraphs::PerLaunch::Ring;
-  args_opts.per_launch = cugraphs::PerLaunch::Parameters;
+  advance_opts.per_launch = cugraphs::PerLaunch::Advance;
   cugraphs::capture(with_ring, drawing, ring_opts);
-  cugraphs::capture(with_args, drawing, args_opts);
+  cugraphs::capture(with_advance, drawing, advance_opts);
   cugraphs::capture(without_rng, [&](cudaStream_t s) {
     uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, cugraphs::PhiloxArgs{1, 0, nullptr});
   });
   cugraphs::check_launch("uniforms");
   HostTimer timer(stream);
   const auto m = timer.medians({[&] { with_rng.replay(); }, [&] { without_rng.replay(); }, [&] { with_ring.replay(); },
-                                [&] { with_args.replay(); }},
+                                [&] { with_advance.replay(); }},
                                32, reps(80), 5);
   auto done = [&](cugraphs::Graph& g) {
     std::vector<double> v;
@@ -221,7 +221,7 @@ void rng_section(Report& report, cudaStream_t stream) {
     }
     return median(v);
   };
-  const double dw = done(with_rng), dn = done(without_rng), dr = done(with_ring), da = done(with_args);
+  const double dw = done(with_rng), dn = done(without_rng), dr = done(with_ring), da = done(with_advance);
   const double ratio = m[0] / m[1];
   const std::string v = report.goal({"rng", "rng_vs_fixed", "replay host cost with RNG / without"}, ratio, "<=", 1.1);
   // Issue 29: the replay to completion.
@@ -235,7 +235,7 @@ void rng_section(Report& report, cudaStream_t stream) {
   std::printf("(with RNG: PerLaunch::Auto, which chose %s)\n", per_launch_name(with_rng.per_launch()));
   std::printf("%-26s %11.3f us host, %.2f us to done (%.3f, %.3f of without)\n", "the same, PerLaunch::Ring", m[2],
               dr, m[2] / m[1], dr / dn);
-  std::printf("%-26s %11.3f us host, %.2f us to done (%.3f, %.3f of without)\n", "the same, Parameters", m[3], da,
+  std::printf("%-26s %11.3f us host, %.2f us to done (%.3f, %.3f of without)\n", "the same, Advance", m[3], da,
               m[3] / m[1], da / dn);
   timer.note_uncovered();
   {
@@ -246,8 +246,8 @@ void rng_section(Report& report, cudaStream_t stream) {
     sec["without_rng_done_us"] = dn;
     sec["ring_us"] = m[2];
     sec["ring_done_us"] = dr;
-    sec["args_us"] = m[3];
-    sec["args_done_us"] = da;
+    sec["advance_us"] = m[3];
+    sec["advance_done_us"] = da;
     sec["per_launch"] = per_launch_name(with_rng.per_launch());
     sec["uncovered_batches"] = timer.uncovered();
   }

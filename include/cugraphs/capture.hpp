@@ -162,11 +162,12 @@ public:
   [[nodiscard]] std::size_t open_conditionals() const noexcept;
   [[nodiscard]] bool is_instantiated() const noexcept;
   /// How launches hand the graph its fresh random-number offsets and staged inputs:
-  /// Parameters or Ring (see PerLaunch); Auto when it takes none.
+  /// Parameters, Ring or Advance (see PerLaunch); Auto when it takes none.
   [[nodiscard]] PerLaunch per_launch() const noexcept;
   /// How many nodes the captured graph has at its top level (a conditional node counts one;
-  /// the per-launch ring's head and tail count too, and so does the event record node that
-  /// marks the end of a launch of a graph that stages by arguments); 0 when nothing is captured.
+  /// the per-launch ring's head and tail count too, and so do the event record node that
+  /// marks the end of a launch of a graph that stages by arguments and the advance kernel and
+  /// event record node of a graph that advances its offsets); 0 when nothing is captured.
   [[nodiscard]] std::size_t node_count() const;
   [[nodiscard]] CaptureMode mode() const noexcept { return mode_; }
 

@@ -44,6 +44,7 @@ struct DispatchTable {
   /// above every bound runs nothing and is recorded with the key. Returns whether a bucket's
   /// graph was launched.
   __device__ bool dispatch(unsigned key) const {
+    if (status == nullptr) return false;  // a table not from DeviceDispatch::table()
     unsigned lo = 0, hi = count;
     while (lo < hi) {
       const unsigned mid = (lo + hi) / 2;

@@ -12,8 +12,9 @@
 //   draws to each offset, and an event record node after it marks the launch's end. The host
 //   launches and does nothing else while its generators are where the device's words will be;
 //   when they moved otherwise (eager draws, another graph drawing from them, manual_seed), a
-//   one-thread kernel sets the words on the replay's stream first (after the last launch's
-//   end, when that launch went on another stream).
+//   small kernel sets the words on the replay's stream first, after the last launch's end
+//   (which may run on another stream: handles do not tell streams apart, since
+//   cudaStreamPerThread names one stream a thread and a destroyed stream's handle comes back).
 // - Through a ring: one head kernel goes before the graph's first nodes and one tail kernel
 //   after its last. The host writes launch k's values in slot k % slots of a pinned HostRing,
 //   publishes the tag k + 1, then launches. The head takes the slot if its tag is there: the
@@ -137,10 +138,15 @@ public:
         const bool moved = !std::ranges::equal(taken_, expected_);
         expected_.clear();  // unknown until this launch is queued
         if (moved) post_words(stream, op);
-        go();
+        CUGRAPHS_TRY {
+          go();
+        } CUGRAPHS_CATCH_ALL {
+          // The set-words kernel may be queued with no launch after it: later waits cover it.
+          if (moved) (void)cudaEventRecord(advance_end_.get(), stream);
+          CUGRAPHS_RETHROW;
+        }
         for (std::size_t i = 0; i < taken_.size(); ++i)
           expected_.emplace_back(taken_[i].first, taken_[i].second + uses_[i].increment);
-        last_stream_ = stream;
       });
       return;
     }
@@ -196,9 +202,9 @@ public:
   [[nodiscard]] bool stages() const noexcept { return sources_ != nullptr; }
 
   // Waits until every launch so far has finished: through the ring, until its tail has run;
-  // with values as arguments, until the event the last one records at its end has completed (a
-  // graph that only draws records none: like any graph, its launches read nothing that its
-  // owner frees).
+  // advancing on the device, until the event the last one records at its end has completed;
+  // with values as arguments, likewise for a graph that stages (one that only draws records
+  // none: its launches read nothing that its owner frees).
   void wait_all(std::string_view op) noexcept;
 
 private:
@@ -225,7 +231,8 @@ private:
 
   // The advance kernel after every last node of `g`, and the end's event record node after it.
   void attach_advance(cudaGraph_t g, std::string_view op);
-  // Sets the generators' words to taken_ on `stream`, after the last launch's end.
+  // Sets the generators' words to taken_ on `stream`, after the last launch's end (whatever
+  // stream it ran on).
   void post_words(cudaStream_t stream, std::string_view op);
 
   // Each generator's (seed, offset) for this launch, advancing it by what a launch draws.
@@ -249,7 +256,6 @@ private:
   AdvanceArgs advance_{};
   std::shared_ptr<CUevent_st> advance_end_;  // recorded by the graph's last node
   std::vector<std::pair<std::uint64_t, std::uint64_t>> expected_;  // what the words hold for the next launch
-  std::optional<cudaStream_t> last_stream_;  // of the last launch
   // Values through the ring:
   RingArgs args_{};
   HostRing ring_;  // last: waited for before the device words go

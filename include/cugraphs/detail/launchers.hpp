@@ -57,7 +57,7 @@ constexpr unsigned head_threads(const RingArgs& a) noexcept {
 [[nodiscard]] CUGRAPHS_INLINE const void* ring_tail_kernel() noexcept;
 
 // Offsets a graph advances itself (PerLaunch::Advance, detail/launch_ring.hpp). The advance
-// kernel, one thread, is put after a graph's last nodes: it adds what one launch draws to
+// kernel, one warp (a thread a generator), is put after a graph's last nodes: it adds what one launch draws to
 // each generator's offset word, so that the next launch draws the next numbers with no value
 // from the host. The set-words kernel, launched on the replay's stream before a launch,
 // writes every generator's (seed, offset) when the host's generators moved otherwise (eager

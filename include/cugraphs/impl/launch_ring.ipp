@@ -188,9 +188,9 @@ CUGRAPHS_INLINE void LaunchRing::attach_advance(cudaGraph_t g, std::string_view 
 }
 
 CUGRAPHS_INLINE void LaunchRing::post_words(cudaStream_t stream, std::string_view op) {
-  // The last launch, on another stream, may still be reading the words.
-  if (last_stream_ && *last_stream_ != stream)
-    check(cudaStreamWaitEvent(stream, advance_end_.get(), 0), "{}: cudaStreamWaitEvent (the last launch's end)", op);
+  // The last launch may still be reading the words, on this stream or another (an event never
+  // recorded is complete: the first launch waits for nothing).
+  check(cudaStreamWaitEvent(stream, advance_end_.get(), 0), "{}: cudaStreamWaitEvent (the last launch's end)", op);
   SetWordsArgs a{values(), static_cast<unsigned>(2 * taken_.size()), {}};
   for (std::size_t i = 0; i < taken_.size(); ++i) {
     a.w[2 * i] = taken_[i].first;
