@@ -32,6 +32,14 @@
 
 namespace cugraphs::detail {
 
+// An event that a graph records at the end of every launch, through an event record node
+// added after `after` (the node stands for the launch that queued it; no call of its own). The
+// graph's holder keeps the event as long as the graph that names it.
+[[nodiscard]] std::shared_ptr<CUevent_st> add_end_event(cudaGraph_t g, std::span<const cudaGraphNode_t> after,
+                                                        std::string_view op);
+// Waits until the last launch has recorded `e` (nothing for null); reports a failure, never throws.
+void wait_end_event(cudaEvent_t e, std::string_view op) noexcept;
+
 // A draw a capture made: its generator (index in the graph) and its offset inside the graph.
 struct DrawMade {
   unsigned generator;
@@ -199,10 +207,6 @@ private:
   // Writes the values taken last (`taken`, staged_) into `n`'s arguments; returns whether
   // that changed them.
   bool write_values(PatchedNode& n, Taken taken) noexcept;
-
-  struct EventDeleter {
-    void operator()(cudaEvent_t e) const noexcept;
-  };
 
   Recorded rec_;
   std::vector<PatchedNode> patched_;

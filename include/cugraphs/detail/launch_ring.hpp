@@ -64,8 +64,6 @@ struct GeneratorState {
   std::pair<std::uint64_t, std::uint64_t> take(std::uint64_t increment);
 };
 
-inline constexpr unsigned kMaxGeneratorsPerGraph = kMaxAdvanced;
-
 // A graph's per-launch values: recorded while its capture is open (the generators drawn
 // from, the staged inputs), readied once it has ended (attach), handed to every launch.
 class LaunchRing {
@@ -253,7 +251,6 @@ private:
   std::optional<ArgumentSites> sites_;  // values as kernel arguments, when chosen
   // Offsets advanced on the device:
   bool advancing_ = false;
-  AdvanceArgs advance_{};
   std::shared_ptr<CUevent_st> advance_end_;  // recorded by the graph's last node
   std::vector<std::pair<std::uint64_t, std::uint64_t>> expected_;  // what the words hold for the next launch
   // Values through the ring:

@@ -62,16 +62,16 @@ constexpr unsigned head_threads(const RingArgs& a) noexcept {
 // from the host. The set-words kernel, launched on the replay's stream before a launch,
 // writes every generator's (seed, offset) when the host's generators moved otherwise (eager
 // draws, another graph drawing from them, manual_seed).
-inline constexpr unsigned kMaxAdvanced = 8;  // generators a graph may draw from
+inline constexpr unsigned kMaxGeneratorsPerGraph = 8;  // generators a graph may draw from
 struct AdvanceArgs {
   unsigned long long* values;  // 2 x generators (device): (seed, offset) each
   unsigned generators;
-  unsigned long long increments[kMaxAdvanced];  // what one launch draws from each
+  unsigned long long increments[kMaxGeneratorsPerGraph];  // what one launch draws from each
 };
 struct SetWordsArgs {
   unsigned long long* values;
   unsigned words;
-  unsigned long long w[2 * kMaxAdvanced];
+  unsigned long long w[2 * kMaxGeneratorsPerGraph];
 };
 using SetWordsLauncher = cudaError_t (*)(const SetWordsArgs& args, cudaStream_t stream);
 // Called by every nvcc translation unit that includes cugraphs/graph.hpp, at start-up.

@@ -50,16 +50,7 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
 }
 
 CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
-  if (rec_.sources != nullptr) {
-    RelaxedCaptureMode relaxed;  // a capture may be open on this thread
-    cudaEvent_t e = nullptr;
-    check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
-    done_ = std::shared_ptr<CUevent_st>(e, EventDeleter{});
-    const auto sinks = graph_sinks(g, op);
-    cudaGraphNode_t node = nullptr;
-    check(cudaGraphAddEventRecordNode(&node, g, sinks.data(), sinks.size(), e),
-          "{}: cudaGraphAddEventRecordNode (the end of a launch)", op);
-  }
+  if (rec_.sources != nullptr) done_ = add_end_event(g, graph_sinks(g, op), op);
   for (PatchedNode& n : patched_) {
     if (!n.stage) continue;
     StageArgs a;
@@ -72,14 +63,7 @@ CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
   staged_.assign(rec_.leaves, 0);
 }
 
-CUGRAPHS_INLINE void ArgumentSites::wait(std::string_view op) noexcept {
-  if (!done_) return;
-  RelaxedCaptureMode relaxed;  // a capture open on this thread must go on
-  if (const cudaError_t e = cudaEventSynchronize(done_.get()); e != cudaSuccess) {
-    (void)cudaGetLastError();
-    report_in_destructor(e, op);
-  }
-}
+CUGRAPHS_INLINE void ArgumentSites::wait(std::string_view op) noexcept { wait_end_event(done_.get(), op); }
 
 CUGRAPHS_INLINE std::optional<DrawMade> ArgumentSites::draw_at(const std::byte* at) const noexcept {
   std::uint64_t w[3];
@@ -200,9 +184,28 @@ CUGRAPHS_INLINE bool ArgumentSites::write_values(PatchedNode& n, Taken taken) no
   return changed;
 }
 
-CUGRAPHS_INLINE void ArgumentSites::EventDeleter::operator()(cudaEvent_t e) const noexcept {
-  RelaxedCaptureMode relaxed;
-  report_in_destructor(cudaEventDestroy(e), "cudaEventDestroy (per-launch values)");
+CUGRAPHS_INLINE std::shared_ptr<CUevent_st> add_end_event(cudaGraph_t g, std::span<const cudaGraphNode_t> after,
+                                                         std::string_view op) {
+  RelaxedCaptureMode relaxed;  // a capture may be open on this thread
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
+  std::shared_ptr<CUevent_st> event(e, [](cudaEvent_t ev) {
+    RelaxedCaptureMode r;
+    report_in_destructor(cudaEventDestroy(ev), "cudaEventDestroy (per-launch values)");
+  });
+  cudaGraphNode_t node = nullptr;
+  check(cudaGraphAddEventRecordNode(&node, g, after.data(), after.size(), e),
+        "{}: cudaGraphAddEventRecordNode (the end of a launch)", op);
+  return event;
+}
+
+CUGRAPHS_INLINE void wait_end_event(cudaEvent_t e, std::string_view op) noexcept {
+  if (e == nullptr) return;
+  RelaxedCaptureMode relaxed;  // a capture open on this thread must go on
+  if (const cudaError_t r = cudaEventSynchronize(e); r != cudaSuccess) {
+    (void)cudaGetLastError();
+    report_in_destructor(r, op);
+  }
 }
 
 }  // namespace cugraphs::detail

@@ -93,11 +93,7 @@ CUGRAPHS_INLINE void LaunchRing::wait_all(std::string_view op) noexcept {
   if (sites_) {
     sites_->wait(op);
   } else if (advancing_) {
-    RelaxedCaptureMode relaxed;  // a capture open on this thread must go on
-    if (const cudaError_t e = cudaEventSynchronize(advance_end_.get()); e != cudaSuccess) {
-      (void)cudaGetLastError();
-      report_in_destructor(e, op);
-    }
+    wait_end_event(advance_end_.get(), op);
   } else {
     ring_.wait_all(op);
   }
@@ -163,10 +159,10 @@ CUGRAPHS_INLINE void LaunchRing::attach_ring(cudaGraph_t g, std::string_view op)
 CUGRAPHS_INLINE void LaunchRing::attach_advance(cudaGraph_t g, std::string_view op) {
   const void* kernel = advance_kernel();
   if (kernel == nullptr) throw_needs_nvcc(op, "a graph that draws random numbers");
-  advance_ = AdvanceArgs{values(), static_cast<unsigned>(uses_.size()), {}};
-  for (std::size_t i = 0; i < uses_.size(); ++i) advance_.increments[i] = uses_[i].increment;
+  AdvanceArgs args{values(), static_cast<unsigned>(uses_.size()), {}};  // copied into the node
+  for (std::size_t i = 0; i < uses_.size(); ++i) args.increments[i] = uses_[i].increment;
   const auto sinks = graph_sinks(g, op);
-  void* params[] = {&advance_};
+  void* params[] = {&args};
   cudaKernelNodeParams kp{};
   kp.func = const_cast<void*>(kernel);
   kp.gridDim = dim3(1);
@@ -174,16 +170,7 @@ CUGRAPHS_INLINE void LaunchRing::attach_advance(cudaGraph_t g, std::string_view 
   kp.kernelParams = params;
   cudaGraphNode_t advance = nullptr;
   check(cudaGraphAddKernelNode(&advance, g, sinks.data(), sinks.size(), &kp), "{}: cudaGraphAddKernelNode (advance)", op);
-  RelaxedCaptureMode relaxed;  // a capture may be open on this thread
-  cudaEvent_t e = nullptr;
-  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
-  advance_end_ = std::shared_ptr<CUevent_st>(e, [](cudaEvent_t ev) {
-    RelaxedCaptureMode r;
-    report_in_destructor(cudaEventDestroy(ev), "cudaEventDestroy (per-launch values)");
-  });
-  cudaGraphNode_t end = nullptr;
-  check(cudaGraphAddEventRecordNode(&end, g, &advance, 1, e), "{}: cudaGraphAddEventRecordNode (the end of a launch)",
-        op);
+  advance_end_ = add_end_event(g, std::span(&advance, 1), op);
   advancing_ = true;
 }
 
