@@ -68,20 +68,8 @@ int main(int argc, char** argv) {
   check(cudaStreamEndCapture(s, &g), "cudaStreamEndCapture");
   cudaGraphExec_t exec = nullptr;
   check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
-  std::size_t n = 0;
-  check(cudaGraphGetNodes(g, nullptr, &n), "cudaGraphGetNodes");
-  std::vector<cudaGraphNode_t> nodes(n);
-  check(cudaGraphGetNodes(g, nodes.data(), &n), "cudaGraphGetNodes");
-  cudaGraphNode_t stage_node = nullptr;
-  for (cudaGraphNode_t node : nodes) {
-    cudaKernelNodeParams p{};
-    if (cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess && p.func == reinterpret_cast<void*>(&stage))
-      stage_node = node;
-  }
-  if (stage_node == nullptr) {
-    std::printf("call_cost: no staging node found\n");
-    return 1;
-  }
+  cudaKernelNodeParams params{};
+  const cudaGraphNode_t stage_node = find_stage_node(g, &params);
   cudaEvent_t done = nullptr;
   check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
 
@@ -100,8 +88,6 @@ int main(int argc, char** argv) {
 
   int turn = 0;
   Sources next{};
-  cudaKernelNodeParams params{};
-  check(cudaGraphKernelNodeGetParams(stage_node, &params), "cudaGraphKernelNodeGetParams");
   void* args[] = {&next, &staged};
   const auto set = [&] {
     const int base = (turn++ % 2) * kInputs;

@@ -119,11 +119,7 @@ int main() {
   measure(kProgram, "f alone", s, [&](int) { check(cudaGraphLaunch(f_alone, s), "cudaGraphLaunch"); });
   int last = 0;
   measure(kProgram, "args", s, [&](int turn) {
-    Sources src = sets[turn % 2];
-    void* kernel_args[] = {&src, &staged};
-    params.kernelParams = kernel_args;
-    check(cudaGraphExecKernelNodeSetParams(args, stage_node, &params), "cudaGraphExecKernelNodeSetParams");
-    check(cudaGraphLaunch(args, s), "cudaGraphLaunch");
+    launch_with_args(args, stage_node, params, sets[turn % 2], staged, s);
     last = turn % 2;
   });
   check(cudaStreamSynchronize(s), "sync");

@@ -64,5 +64,14 @@ inline cudaGraphNode_t find_stage_node(cudaGraph_t g, cudaKernelNodeParams* para
   std::printf("no staging node found\n");
   std::exit(1);
 }
+// The way every staging diagnostic compares against: `node` of `exec` (the staging copy,
+// whose other parameters `params` holds) set to copy from `src` into `staged`, then a launch.
+inline void launch_with_args(cudaGraphExec_t exec, cudaGraphNode_t node, cudaKernelNodeParams params, Sources src,
+                             float* staged, cudaStream_t s) {
+  void* kernel_args[] = {&src, &staged};
+  params.kernelParams = kernel_args;
+  diag::check(cudaGraphExecKernelNodeSetParams(exec, node, &params), "cudaGraphExecKernelNodeSetParams");
+  diag::check(cudaGraphLaunch(exec, s), "cudaGraphLaunch");
+}
 
 }  // namespace staging_diag

@@ -127,12 +127,8 @@ int main() {
   measure(kProgram, "bare", s, [&](int) { check(cudaGraphLaunch(args, s), "cudaGraphLaunch"); });
   Sources last = sets[0];
   measure(kProgram, "args", s, [&](int turn) {
-    Sources src = sets[turn % 2];
-    void* kernel_args[] = {&src, &staged};
-    params.kernelParams = kernel_args;
-    check(cudaGraphExecKernelNodeSetParams(args, stage_node, &params), "cudaGraphExecKernelNodeSetParams");
-    check(cudaGraphLaunch(args, s), "cudaGraphLaunch");
-    last = src;
+    last = sets[turn % 2];
+    launch_with_args(args, stage_node, params, last, staged, s);
   });
   check(cudaStreamSynchronize(s), "sync");
   verify("args", last);
