@@ -9,6 +9,7 @@
 #include <cugraphs/graph.hpp>
 
 #include <array>
+#include <string>
 #include <vector>
 
 using namespace cugraphs_test;
@@ -56,13 +57,28 @@ Graph adding(DeviceBuffer<float>& x, float v) {
   return g;
 }
 
-// `count` graphs for device launch: graph b writes b + 1 to `ran`.
-std::vector<Graph> flagging_buckets(DeviceBuffer<unsigned>& ran, std::size_t count) {
+__device__ unsigned long long gpu_ns() {
+  unsigned long long t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Writes v to *p after about `ns` nanoseconds.
+__global__ void slow_set_kernel(unsigned* p, unsigned v, unsigned long long ns) {
+  const unsigned long long start = gpu_ns();
+  while (gpu_ns() - start < ns) {
+  }
+  *p = v;
+}
+
+// `count` graphs for device launch: graph b writes b + 1 to `ran` (after about `wait_ns`).
+std::vector<Graph> flagging_buckets(DeviceBuffer<unsigned>& ran, std::size_t count, unsigned long long wait_ns = 0) {
   std::vector<Graph> buckets;
   for (unsigned b = 0; b < count; ++b) {
     Graph g;
     CaptureScope scope(g, for_device());
-    set_kernel<<<1, 1, 0, scope.stream()>>>(ran.data(), b + 1);
+    if (wait_ns == 0) set_kernel<<<1, 1, 0, scope.stream()>>>(ran.data(), b + 1);
+    else slow_set_kernel<<<1, 1, 0, scope.stream()>>>(ran.data(), b + 1, wait_ns);
     scope.end();
     buckets.push_back(std::move(g));
   }
@@ -182,33 +198,46 @@ TEST_CASE("Device launch: what a device graph cannot hold is an Error naming the
 }
 
 TEST_CASE("DeviceDispatch: a key written by a kernel picks the smallest bucket that holds it, with no host round "
-          "trip; a key above every bucket is reported",
+          "trip, with the buckets in the table and beyond what it holds; a key above every bucket is reported",
           "[device_launch][dispatch][gpu]") {
   DeviceBuffer<unsigned> key(1), ran(1);
-  const std::array<unsigned, 3> bounds{4, 16, 64};
-  std::vector<Graph> buckets = flagging_buckets(ran, bounds.size());
-  std::vector<Graph*> pointers;
-  for (auto& g : buckets) pointers.push_back(&g);
-  cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
   cugraphs::Stream s;
   cugraphs::StreamGuard on(s);
-  const std::array<std::pair<unsigned, unsigned>, 6> cases{{{1, 1}, {4, 1}, {5, 2}, {16, 2}, {17, 3}, {64, 3}}};
-  for (const auto& [k, bucket] : cases) {
+  // 3 buckets travel in the table itself; 11 are more than it holds (DispatchTable::kInline).
+  for (const std::size_t count : {std::size_t{3}, std::size_t{cugraphs::DispatchTable::kInline + 3}}) {
+    std::vector<unsigned> bounds;
+    for (std::size_t b = 0; b < count; ++b) bounds.push_back(4u << (2 * b));  // 4, 16, 64, ...
+    std::vector<Graph> buckets = flagging_buckets(ran, count);
+    std::vector<Graph*> pointers;
+    for (auto& g : buckets) pointers.push_back(&g);
+    cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
+    // (key, the bucket that must run, counted from 1): each bound, and one above each bound.
+    std::vector<std::pair<unsigned, unsigned>> cases{{1, 1}};
+    for (unsigned b = 0; b < count; ++b) {
+      cases.emplace_back(bounds[b], b + 1);
+      if (b + 1 < count) cases.emplace_back(bounds[b] + 1, b + 2);
+    }
+    for (const auto& [k, bucket] : cases) {
+      put(ran, 0u);
+      set_kernel<<<1, 1, 0, s>>>(key.data(), k);  // the key is only known on the device
+      dispatch.replay();
+      s.synchronize();
+      INFO(count << " buckets, key " << k);
+      CHECK(get(ran) == bucket);
+    }
+    dispatch.check();  // nothing to report
     put(ran, 0u);
-    set_kernel<<<1, 1, 0, s>>>(key.data(), k);  // the key is only known on the device
+    set_kernel<<<1, 1, 0, s>>>(key.data(), bounds.back() + 1);
     dispatch.replay();
     s.synchronize();
-    INFO("key " << k);
-    CHECK(get(ran) == bucket);
+    CHECK(get(ran) == 0u);
+    const auto e = expect_error([&] { dispatch.check(); });
+    CHECK(contains(e.what(), "a key of " + std::to_string(bounds.back() + 1) +
+                                          " was above the largest bucket bound, " + std::to_string(bounds.back())));
   }
-  dispatch.check();  // nothing to report
-  put(ran, 0u);
-  set_kernel<<<1, 1, 0, s>>>(key.data(), 65u);
-  dispatch.replay();
-  s.synchronize();
-  CHECK(get(ran) == 0u);
-  const auto e = expect_error([&] { dispatch.check(); });
-  CHECK(contains(e.what(), "a key of 65 was above the largest bucket bound, 64"));
+  std::vector<Graph> buckets = flagging_buckets(ran, 3);
+  std::vector<Graph*> pointers;
+  for (auto& g : buckets) pointers.push_back(&g);
   const auto misuse = expect_error([&] { cugraphs::DeviceDispatch bad(pointers, std::array<unsigned, 3>{4, 4, 8}, key.data()); });
   CHECK(contains(misuse.what(), "ascend strictly"));
 }
@@ -224,6 +253,18 @@ __global__ void decide_and_dispatch(const unsigned* input, unsigned* key, cugrap
 }
 
 __global__ void copy_word(const unsigned* from, unsigned* to) { *to = *from; }
+
+// One step on input `in`: clears the buckets' flag, replays `step` on `s`, copies the flag from
+// a kernel queued after the step (into `seen`), and waits.
+void run_step(Graph& step, cugraphs::Stream& s, DeviceBuffer<unsigned>& input, DeviceBuffer<unsigned>& ran,
+              DeviceBuffer<unsigned>& seen, unsigned in) {
+  put(input, in);
+  put(ran, 0u);
+  put(seen, 99u);
+  step.replay(s);
+  copy_word<<<1, 1, 0, s>>>(ran.data(), seen.data());  // after the step in stream order
+  s.synchronize();
+}
 
 }  // namespace
 
@@ -247,12 +288,7 @@ TEST_CASE("DeviceDispatch: the kernel that computes the key dispatches through i
   // input -> key -> bucket
   const std::array<std::pair<unsigned, unsigned>, 5> cases{{{1, 1}, {2, 1}, {3, 2}, {8, 2}, {32, 3}}};
   for (const auto& [in, bucket] : cases) {
-    put(input, in);
-    put(ran, 0u);
-    put(seen, 99u);
-    step.replay(s);
-    copy_word<<<1, 1, 0, s>>>(ran.data(), seen.data());  // after the step in stream order
-    s.synchronize();
+    run_step(step, s, input, ran, seen, in);
     INFO("input " << in);
     CHECK(get(key) == 2 * in);
     CHECK(get(ran) == bucket);
@@ -272,6 +308,67 @@ TEST_CASE("DeviceDispatch: the kernel that computes the key dispatches through i
   s.synchronize();
   CHECK(get(ran) == 2u);
   dispatch.check();
+}
+
+namespace {
+
+// dispatch_now from the kernel that computes the key; with `watch`, the kernel then waits (up
+// to about half a second) for the bucket's write, and `saw` says whether the bucket ran while
+// the launching kernel still ran, which a tail launch cannot do.
+__global__ void dispatch_now_kernel(const unsigned* input, cugraphs::DispatchTable table, bool watch,
+                                    const volatile unsigned* ran, unsigned* saw) {
+  *saw = 0;
+  if (!table.dispatch_now(*input) || !watch) return;
+  const unsigned long long start = gpu_ns();
+  while (*ran == 0 && gpu_ns() - start < 500'000'000ull) {
+  }
+  *saw = *ran != 0 ? 1u : 0u;
+}
+
+}  // namespace
+
+TEST_CASE("DeviceDispatch: dispatch_now starts the bucket's graph while the launching kernel runs, and work queued "
+          "after the step still waits for it",
+          "[device_launch][dispatch][gpu]") {
+  DeviceBuffer<unsigned> input(1), key(1), ran(1), seen(1), saw(1);
+  const std::array<unsigned, 2> bounds{4, 16};
+  // Each bucket writes its flag 2 ms after it starts: long after the launching graph's end
+  // when that graph does not wait for it.
+  std::vector<Graph> buckets = flagging_buckets(ran, bounds.size(), 2'000'000);
+  std::vector<Graph*> pointers;
+  for (auto& g : buckets) pointers.push_back(&g);
+  cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
+  cugraphs::Stream s;
+  for (const bool watch : {true, false}) {
+    Graph step;
+    {
+      CaptureScope scope(step, for_device());
+      dispatch_now_kernel<<<1, 1, 0, scope.stream()>>>(input.data(), dispatch.table(), watch, ran.data(), saw.data());
+      cugraphs::check_launch("dispatch_now_kernel");
+      scope.end();
+    }
+    for (const auto& [in, bucket] : std::array<std::pair<unsigned, unsigned>, 3>{{{3, 1}, {9, 2}, {4, 1}}}) {
+      run_step(step, s, input, ran, seen, in);
+      INFO((watch ? "watching" : "not watching") << ", input " << in);
+      CHECK(get(ran) == bucket);
+      CHECK(get(seen) == bucket);  // the step's end waited for the bucket, started now
+      if (watch) CHECK(get(saw) == 1u);  // the bucket ran beside the kernel that launched it
+    }
+  }
+  dispatch.check();  // nothing to report
+  put(input, 17u);
+  put(ran, 0u);
+  Graph step;
+  {
+    CaptureScope scope(step, for_device());
+    dispatch_now_kernel<<<1, 1, 0, scope.stream()>>>(input.data(), dispatch.table(), false, ran.data(), saw.data());
+    scope.end();
+  }
+  step.replay(s);
+  s.synchronize();
+  CHECK(get(ran) == 0u);
+  const auto e = expect_error([&] { dispatch.check(); });
+  CHECK(contains(e.what(), "a key of 17 was above the largest bucket bound, 16"));
 }
 
 #if CUGRAPHS_HAS_DEVICE_UPDATABLE_NODES

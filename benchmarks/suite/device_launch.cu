@@ -2,7 +2,7 @@
 // finished", on the GPU's clock (%globaltimer: the kernel that writes the key stamps the start,
 // the last block of the bucket's kernel the end), with DeviceDispatch (a dispatcher graph
 // tail-launches the bucket's graph) and with a DispatchTable (the kernel that computes the key
-// dispatches itself), against the host round trip (copy the value back, synchronize, pick,
+// dispatches itself, as a tail launch or fire-and-forget: dispatch_now), against the host round trip (copy the value back, synchronize, pick,
 // launch). Each step is queued behind a kernel that spins, so that the host has queued what
 // the device path needs before the key exists, as in a loop whose host runs ahead. Also, on the
 // host's clock, 100 steps back to back, and one graph launched from the host against the same
@@ -35,13 +35,20 @@ __global__ void write_key(unsigned* key, unsigned v, unsigned long long* stamps)
 
 // The step that decides on the device: the next key from a step counter, then the dispatch.
 __global__ void decide_and_dispatch(unsigned* step, unsigned* key, unsigned long long* stamps,
-                                    cugraphs::DispatchTable table) {
+                                    cugraphs::DispatchTable table, bool now) {
   const unsigned k = 1u + (*step * 37u) % 1000u;
   *step += 1;
   *key = k;
   __threadfence();
   stamps[0] = gpu_ns();
-  (void)table.dispatch(k);
+  if (now) (void)table.dispatch_now(k);
+  else (void)table.dispatch(k);
+}
+
+// A dispatcher graph's kernel that launches the bucket now (fire-and-forget) instead of as
+// DeviceDispatch's does, after the dispatcher graph.
+__global__ void dispatch_now_kernel(const unsigned* key, cugraphs::DispatchTable table) {
+  (void)table.dispatch_now(*key);
 }
 
 // The bucket's work; its last block to finish stamps the end.
@@ -83,10 +90,23 @@ void device_launch_section(Report& report, cudaStream_t stream) {
   cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
   unsigned* pinned = nullptr;
   cugraphs::check(cudaMallocHost(&pinned, sizeof(unsigned)), "cudaMallocHost");
-  cugraphs::Graph deciding;  // the step whose kernel computes the key and dispatches itself
+  // The step whose kernel computes the key and dispatches itself, as a tail launch and now.
+  cugraphs::Graph deciding, deciding_now, dispatcher_now;
   {
     cugraphs::CaptureScope scope(deciding, o);
-    decide_and_dispatch<<<1, 1, 0, scope.stream()>>>(words.data() + 1, key.data(), stamps.data(), dispatch.table());
+    decide_and_dispatch<<<1, 1, 0, scope.stream()>>>(words.data() + 1, key.data(), stamps.data(), dispatch.table(),
+                                                     false);
+    scope.end();
+  }
+  {
+    cugraphs::CaptureScope scope(deciding_now, o);
+    decide_and_dispatch<<<1, 1, 0, scope.stream()>>>(words.data() + 1, key.data(), stamps.data(), dispatch.table(),
+                                                     true);
+    scope.end();
+  }
+  {
+    cugraphs::CaptureScope scope(dispatcher_now, o);
+    dispatch_now_kernel<<<1, 1, 0, scope.stream()>>>(key.data(), dispatch.table());
     scope.end();
   }
   unsigned step = 0;
@@ -96,6 +116,11 @@ void device_launch_section(Report& report, cudaStream_t stream) {
     dispatch.replay();
   };
   const auto by_table = [&] { deciding.replay(); };
+  const auto by_table_now = [&] { deciding_now.replay(); };
+  const auto by_dispatcher_now = [&] {
+    write_key<<<1, 1, 0, stream>>>(key.data(), next_key(), stamps.data());
+    dispatcher_now.replay();
+  };
   const auto round_trip = [&] {
     write_key<<<1, 1, 0, stream>>>(key.data(), next_key(), stamps.data());
     cugraphs::check(cudaMemcpyAsync(pinned, key.data(), sizeof(unsigned), cudaMemcpyDeviceToHost, stream),
@@ -121,9 +146,13 @@ void device_launch_section(Report& report, cudaStream_t stream) {
   };
   const double dispatcher_key_us = key_to_done(by_dispatcher);
   const double table_key_us = key_to_done(by_table);
+  const double table_now_key_us = key_to_done(by_table_now);
+  const double dispatcher_now_key_us = key_to_done(by_dispatcher_now);
   const double round_trip_key_us = key_to_done(round_trip);
   const double device_us = to_done(by_dispatcher, stream);
   const double table_us = to_done(by_table, stream);
+  const double table_now_us = to_done(by_table_now, stream);
+  const double dispatcher_now_us = to_done(by_dispatcher_now, stream);
   const double host_us = to_done(round_trip, stream);
   dispatch.check();
   cugraphs::check(cudaFreeHost(pinned), "cudaFreeHost");
@@ -140,6 +169,7 @@ void device_launch_section(Report& report, cudaStream_t stream) {
 
   const double speedup = round_trip_key_us / dispatcher_key_us;
   const double table_speedup = round_trip_key_us / table_key_us;
+  const double table_now_speedup = round_trip_key_us / table_now_key_us;
   const std::string v = report.goal({"device_launch", "dispatch_vs_round_trip",
                                      "key known on the device to its graph done (GPU clock): host round trip / "
                                      "DeviceDispatch"},
@@ -148,6 +178,10 @@ void device_launch_section(Report& report, cudaStream_t stream) {
                                       "key known on the device to its graph done (GPU clock): host round trip / "
                                       "dispatch from the kernel that computes the key"},
                                      table_speedup, ">=", 3.0);
+  const std::string vn = report.goal({"device_launch", "table_now_vs_round_trip",
+                                      "key known on the device to its graph done (GPU clock): host round trip / "
+                                      "fire-and-forget dispatch from the kernel that computes the key"},
+                                     table_now_speedup, ">=", 3.0);
   std::printf("\n== Device launch: a key known on the device selects one of 4 bucket graphs\n");
   std::printf("%-44s %14s %16s\n", "", "key to done", "100 steps, each");
   std::printf("%-44s %11.2f us %13.2f us\n", "host round trip (copy, sync, launch)", round_trip_key_us, host_us);
@@ -155,6 +189,10 @@ void device_launch_section(Report& report, cudaStream_t stream) {
               dispatcher_key_us, device_us, speedup, v.c_str());
   std::printf("%-44s %11.2f us %13.2f us   %.2fx faster (goal >= 3) %s\n", "DispatchTable (the deciding kernel)",
               table_key_us, table_us, table_speedup, vt.c_str());
+  std::printf("%-44s %11.2f us %13.2f us   %.2fx faster (goal >= 3) %s\n", "DispatchTable::dispatch_now (now)",
+              table_now_key_us, table_now_us, table_now_speedup, vn.c_str());
+  std::printf("%-44s %11.2f us %13.2f us   %.2fx faster\n", "a dispatcher graph calling dispatch_now",
+              dispatcher_now_key_us, dispatcher_now_us, round_trip_key_us / dispatcher_now_key_us);
   std::printf("(key to done: on the GPU's clock, from the kernel that wrote the key to the end of the bucket's\n"
               " kernel; 100 steps: on the host's clock, steps queued back to back, then one synchronize)\n");
   std::printf("%-44s %11.2f us\n", "one graph launched from the host", from_host_us);
@@ -165,6 +203,10 @@ void device_launch_section(Report& report, cudaStream_t stream) {
   sec["table_key_to_done_us"] = table_key_us;
   sec["round_trip_key_to_done_us"] = round_trip_key_us;
   sec["table_done_us"] = table_us;
+  sec["table_now_key_to_done_us"] = table_now_key_us;
+  sec["table_now_done_us"] = table_now_us;
+  sec["dispatcher_now_key_to_done_us"] = dispatcher_now_key_us;
+  sec["dispatcher_now_done_us"] = dispatcher_now_us;
   sec["dispatch_done_us"] = device_us;
   sec["round_trip_done_us"] = host_us;
   sec["host_launch_done_us"] = from_host_us;

@@ -30,36 +30,63 @@ inline constexpr int kDispatchKeyOutOfRange = -1;  // cudaError_t values are not
 
 /// A DeviceDispatch's choice as kernels take it (by value, trivially copyable; from
 /// DeviceDispatch::table()). The kernel that computes the key may dispatch itself, with no
-/// dispatcher graph between it and the bucket: call dispatch(key) from one thread of a kernel
-/// that runs in a graph (CUDA launches graphs only from kernels of a graph; that graph need not
-/// be made for device launch). The bucket's graph runs once the launching graph has finished,
-/// in its stream order. Failures reach DeviceDispatch::check() as the dispatcher's do.
+/// dispatcher graph between it and the bucket: call dispatch(key) or dispatch_now(key) from one
+/// thread of a kernel that runs in a graph (CUDA launches graphs only from kernels of a graph;
+/// that graph need not be made for device launch). Either way the launching graph's launch
+/// ends, for its stream and for a synchronize, only once the bucket's graph has finished.
+/// Failures reach DeviceDispatch::check() as the dispatcher's do.
 struct DispatchTable {
+  /// Up to this many buckets travel in the table itself (a kernel argument): the choice reads
+  /// no device memory, so the bucket's launch waits for no memory load.
+  static constexpr unsigned kInline = 8;
+
   const unsigned* bounds = nullptr;        ///< ascending, one a bucket (device memory)
   const DeviceGraph* graphs = nullptr;     ///< the buckets' graphs (device memory)
   unsigned count = 0;
   int* status = nullptr;                   ///< [0] the first failure, [1] a key above every bound
+  unsigned inline_bounds[kInline] = {};    ///< with count <= kInline: the bounds
+  cudaGraphExec_t inline_execs[kInline] = {};  ///< with count <= kInline: the buckets' executables
 
-  /// Tail-launches the graph of the smallest bucket whose bound is not below `key`; a key
-  /// above every bound runs nothing and is recorded with the key. Returns whether a bucket's
-  /// graph was launched.
-  __device__ bool dispatch(unsigned key) const {
+  /// Tail-launches the graph of the smallest bucket whose bound is not below `key`: it starts
+  /// once the launching graph has finished. A key above every bound runs nothing and is
+  /// recorded with the key. Returns whether a bucket's graph was launched.
+  __device__ bool dispatch(unsigned key) const { return dispatch_into(key, cudaStreamGraphTailLaunch); }
+
+  /// As dispatch(), but the bucket's graph starts now (a fire-and-forget launch, a child of
+  /// the launching graph) instead of after the launching graph: sooner, and beside what the
+  /// launching kernel and its graph still do, which must then neither read what the bucket
+  /// writes nor write what it reads.
+  __device__ bool dispatch_now(unsigned key) const { return dispatch_into(key, cudaStreamGraphFireAndForget); }
+
+private:
+  __device__ bool dispatch_into(unsigned key, cudaStream_t how) const {
     if (status == nullptr) return false;  // a table not from DeviceDispatch::table()
-    unsigned lo = 0, hi = count;
-    while (lo < hi) {
-      const unsigned mid = (lo + hi) / 2;
-      if (bounds[mid] < key) lo = mid + 1;
-      else hi = mid;
+    unsigned lo = 0;
+    cudaGraphExec_t exec = nullptr;
+    if (count <= kInline) {
+      // Count the bounds below the key: independent comparisons of the table's own words.
+#pragma unroll
+      for (unsigned i = 0; i < kInline; ++i) lo += (i < count && inline_bounds[i] < key) ? 1u : 0u;
+      if (lo < count) exec = inline_execs[lo];
+    } else {
+      unsigned hi = count;
+      while (lo < hi) {
+        const unsigned mid = (lo + hi) / 2;
+        if (bounds[mid] < key) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < count) exec = graphs[lo].exec;
     }
     if (lo == count) {
       if (atomicCAS(status, 0, detail::kDispatchKeyOutOfRange) == 0) status[1] = static_cast<int>(key);
       return false;
     }
 #if defined(__CUDA_ARCH__)
-    const cudaError_t e = cudaGraphLaunch(graphs[lo].exec, cudaStreamGraphTailLaunch);
+    const cudaError_t e = cudaGraphLaunch(exec, how);
     if (e != cudaSuccess) atomicCAS(status, 0, static_cast<int>(e));
     return e == cudaSuccess;
 #else
+    (void)how;
     return false;
 #endif
   }
@@ -119,6 +146,16 @@ public:
     }
     device_ = device;
     largest_ = bounds.back();
+    table_.bounds = bounds_.data();
+    table_.graphs = graphs_.data();
+    table_.count = static_cast<unsigned>(n);
+    table_.status = status_.data();
+    if (n <= DispatchTable::kInline) {
+      for (std::size_t i = 0; i < n; ++i) {
+        table_.inline_bounds[i] = bounds[i];
+        table_.inline_execs[i] = graphs[i].exec;
+      }
+    }
     CaptureOptions co;
     co.device_launch = true;
     CaptureScope scope(dispatcher_, co);
@@ -150,9 +187,7 @@ public:
 
   /// The choice for kernels that compute the key and dispatch themselves (DispatchTable):
   /// valid while this DeviceDispatch lives.
-  [[nodiscard]] DispatchTable table() const noexcept {
-    return {bounds_.data(), graphs_.data(), static_cast<unsigned>(bounds_.bytes() / sizeof(unsigned)), status_.data()};
-  }
+  [[nodiscard]] DispatchTable table() const noexcept { return table_; }
 
   /// The dispatcher graph (one kernel node), instantiated for device launch.
   [[nodiscard]] const Graph& dispatcher() const noexcept { return dispatcher_; }
@@ -161,6 +196,7 @@ private:
   detail::PrivateArray<DeviceGraph> graphs_;
   detail::PrivateArray<unsigned> bounds_;
   detail::PrivateArray<int> status_;
+  DispatchTable table_;
   unsigned largest_ = 0;
   int device_ = 0;
   Graph dispatcher_;  // last: it goes first, before the arrays its kernel reads

@@ -10,6 +10,12 @@
 //   adv+node   the same with an event record node after the advance kernel (how
 //              PerLaunch::Advance marks a launch's end)
 //   adv+event  the same with a cudaEventRecord after each launch instead
+//   adv+pdl    advance with a programmatic edge from the draw (programmatic dependent launch):
+//              the advance kernel waits for the draw with griddepcontrol.wait, so its launch
+//              may overlap the draw's end
+//   pdl-first  the advance kernel first (it triggers its dependents at once), the draw after
+//              it through a programmatic edge, waiting with griddepcontrol.wait before it
+//              reads the words: the words then hold the offset of the launch before
 // For each way: the host's cost a call (batches of 16 calls queued behind a kernel that
 // spins on the GPU timer) and the time to completion (launch, then synchronize; median of
 // 200). The offsets the last launches used are checked.
@@ -53,6 +59,42 @@ __global__ void draw_words(const unsigned long long* words, unsigned long long* 
 
 __global__ void advance(unsigned long long* words, unsigned long long increment) { words[1] += increment; }
 
+// The same, launched programmatically after the draw: waits for it before writing.
+__global__ void advance_after(unsigned long long* words, unsigned long long increment) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  words[1] += increment;
+}
+
+// Advances first, letting its dependent launch at once.
+__global__ void advance_first(unsigned long long* words, unsigned long long increment) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  words[1] += increment;
+}
+
+// Draws once the kernel before it (launched programmatically after it) has finished.
+__global__ void draw_words_waiting(const unsigned long long* words, unsigned long long* out) {
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned long long seed = words[0], offset = words[1];
+  out[1 + i] = mix(seed, offset, i);
+  if (i == 0) out[0] = offset;
+}
+
+// Launches `kernel` on `s` with a programmatic dependency on the work before it.
+template <class... P, class... A>
+void launch_programmatic(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t s, A... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = s;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  check(cudaLaunchKernelEx(&config, kernel, static_cast<P>(args)...), "cudaLaunchKernelEx (programmatic)");
+}
+
 }  // namespace
 
 int main() {
@@ -79,6 +121,15 @@ int main() {
     advance<<<1, 1, 0, s>>>(words, kIncrement);
     check(cudaEventRecordWithFlags(end, s, cudaEventRecordExternal), "cudaEventRecordWithFlags (a node)");
   }, &g_node);
+  cudaGraph_t g_pdl = nullptr, g_first = nullptr;
+  cudaGraphExec_t adv_pdl = capture(s, [&] {
+    draw_words<<<kBlocks, kThreads, 0, s>>>(words, out);
+    launch_programmatic(advance_after, 1, 1, s, words, kIncrement);
+  }, &g_pdl);
+  cudaGraphExec_t pdl_first = capture(s, [&] {
+    advance_first<<<1, 1, 0, s>>>(words, kIncrement);
+    launch_programmatic(draw_words_waiting, kBlocks, kThreads, s, static_cast<const unsigned long long*>(words), out);
+  }, &g_first);
   cudaGraphNode_t node = nullptr;
   std::size_t n = 1;
   check(cudaGraphGetNodes(g_args, &node, &n), "cudaGraphGetNodes");
@@ -118,7 +169,15 @@ int main() {
     check(cudaEventRecord(end_host, s), "cudaEventRecord");
   });
   check(cudaStreamSynchronize(s), "sync");
-  expect_offset("adv+event", start + kIncrement * static_cast<unsigned long long>(by_advance + by_node + by_event - 1));
+  const unsigned long long done = static_cast<unsigned long long>(by_advance + by_node + by_event);
+  expect_offset("adv+event", start + kIncrement * (done - 1));
+  const int by_pdl = measure(kProgram, "adv+pdl", s, [&](int) { check(cudaGraphLaunch(adv_pdl, s), "cudaGraphLaunch"); });
+  check(cudaStreamSynchronize(s), "sync");
+  expect_offset("adv+pdl", start + kIncrement * (done + static_cast<unsigned long long>(by_pdl) - 1));
+  const int by_first = measure(kProgram, "pdl-first", s, [&](int) { check(cudaGraphLaunch(pdl_first, s), "cudaGraphLaunch"); });
+  check(cudaStreamSynchronize(s), "sync");
+  // Advancing before the draw: the last launch drew at the offset after all launches so far.
+  expect_offset("pdl-first", start + kIncrement * (done + static_cast<unsigned long long>(by_pdl + by_first)));
   // Once more at the end: the first way measured also pays the program's warm-up.
   (void)measure(kProgram, "fixed", s, [&](int) { check(cudaGraphLaunch(args, s), "cudaGraphLaunch"); });
   std::printf("rng_advance_cost: offsets %s\n", failures == 0 ? "as expected" : "WRONG");
