@@ -506,3 +506,70 @@ TEST_CASE("RNG: PerLaunch::Advance on a graphed callable, which stages inputs, i
                            "stages a graphed callable's inputs"));
   CHECK_NOTHROW(a.manual_seed(6));  // the failed capture let go of the generator
 }
+
+namespace {
+
+// A kernel written for programmatic chains: it lets the kernels after it start at once
+// (pdl::trigger), then waits about `ns` and only then reads its (seed, offset) and draws one
+// uniform a thread (as uniforms() with per_thread 1).
+__global__ void uniforms_after_trigger(float* out, std::size_t n, cugraphs::PhiloxArgs args, unsigned long long ns) {
+  cugraphs::pdl::trigger();
+  if (threadIdx.x == 0) {
+    unsigned long long start = 0, now = 0;
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+    do {
+      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+    } while (now - start < ns);
+  }
+  __syncthreads();
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const auto [seed, offset] = cugraphs::rng::unpack(args);
+  curandStatePhilox4_32_10_t state;
+  curand_init(seed, i, offset, &state);
+  out[i] = curand_uniform(&state);
+}
+
+}  // namespace
+
+TEST_CASE("RNG: under PerLaunch::Advance a last drawing kernel that lets its dependents start early (pdl::trigger) "
+          "still draws before the offsets advance",
+          "[rng][gpu]") {
+  constexpr std::size_t n = 1 << 16;  // 256 blocks: all resident at once, all trigger at their start
+  cugraphs::Stream s;
+  Generator a(31), b(31);
+  DeviceBuffer<float> out(n, s), ref(n, s);
+  Graph g;
+  cugraphs::CaptureOptions opts;
+  opts.per_launch = PerLaunch::Advance;
+  cugraphs::capture(
+      g,
+      [&](cudaStream_t cs) {
+        uniforms_after_trigger<<<blocks_for(n), kThreads, 0, cs>>>(out.data(), n, a.philox(1), 1'000'000);  // 1 ms
+        cugraphs::check_launch("uniforms_after_trigger");
+      },
+      opts);
+  REQUIRE(g.per_launch() == PerLaunch::Advance);
+  // With CUDA 13 and code for sm_90+, the advance kernel follows the drawing kernel through a
+  // programmatic edge (it is scheduled as the kernel ends, or as soon as it triggers, and
+  // waits for it): the case this test is for.
+  cudaFuncAttributes attributes{};
+  REQUIRE(cudaFuncGetAttributes(&attributes, uniforms_after_trigger) == cudaSuccess);
+#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+  std::size_t edges = 0;
+  REQUIRE(cudaGraphGetEdges(g.native_graph(), nullptr, nullptr, nullptr, &edges) == cudaSuccess);
+  std::vector<cudaGraphNode_t> from(edges), to(edges);
+  std::vector<cudaGraphEdgeData> data(edges);
+  REQUIRE(cudaGraphGetEdges(g.native_graph(), from.data(), to.data(), data.data(), &edges) == cudaSuccess);
+  std::size_t programmatic = 0;
+  for (const auto& d : data) programmatic += d.type == cudaGraphDependencyTypeProgrammatic ? 1 : 0;
+  CHECK(programmatic == (attributes.ptxVersion >= 90 ? 1u : 0u));
+#endif
+  for (int r = 0; r < 4; ++r) {
+    g.replay(s);
+    draw(b, ref, 1, s);
+    INFO("replay " << r);
+    REQUIRE(bitwise_equal(out.to_host(s), ref.to_host(s)));
+  }
+  CHECK(a.offset() == b.offset());
+}

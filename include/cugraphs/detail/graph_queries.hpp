@@ -91,8 +91,10 @@ struct CaptureInfo {
 
 [[nodiscard]] CaptureInfo capture_info(cudaStream_t s, std::string_view op);
 
-// Adds `from -> to` to `g`.
-void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::string_view op);
+// Adds `from -> to` to `g`: a programmatic edge (programmatic dependent launch: `to` may be
+// scheduled as `from` ends, and waits for it with griddepcontrol.wait) where asked and CUDA's
+// API can say so (13.0+), else a plain one.
+void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::string_view op, bool programmatic = false);
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 // Adds a node after the stream's current dependencies and makes it the only one.

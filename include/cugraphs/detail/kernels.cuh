@@ -121,6 +121,11 @@ cudaError_t launch_stage_kernel(const StageArgs& a, cudaStream_t stream) {
 // offsets.
 template <int = 0>
 __global__ void advance_kernel_impl(AdvanceArgs a) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  // After programmatic edges: the last kernels have completed and their reads of the words
+  // are done (a no-op after plain edges).
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
   for (unsigned i = threadIdx.x; i < a.generators; i += blockDim.x) a.values[2 * i + 1] += a.increments[i];
 }
 

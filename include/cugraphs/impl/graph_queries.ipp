@@ -116,10 +116,17 @@ CUGRAPHS_INLINE CaptureInfo capture_info(cudaStream_t s, std::string_view op) {
   return i;
 }
 
-CUGRAPHS_INLINE void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::string_view op) {
+CUGRAPHS_INLINE void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::string_view op,
+    bool programmatic) {
 #if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-  check(cudaGraphAddDependencies(g, &from, &to, nullptr, 1), "{}: cudaGraphAddDependencies", op);
+  cudaGraphEdgeData edge{};
+  if (programmatic) {
+    edge.type = cudaGraphDependencyTypeProgrammatic;
+    edge.from_port = cudaGraphKernelNodePortProgrammatic;
+  }
+  check(cudaGraphAddDependencies(g, &from, &to, programmatic ? &edge : nullptr, 1), "{}: cudaGraphAddDependencies", op);
 #else
+  (void)programmatic;
   check(cudaGraphAddDependencies(g, &from, &to, 1), "{}: cudaGraphAddDependencies", op);
 #endif
 }

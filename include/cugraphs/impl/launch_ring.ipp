@@ -63,7 +63,7 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
       throw_misuse(op, "the capture asked for PerLaunch::Advance, which refreshes a graph's random numbers on the "
                        "device, but it stages a graphed callable's inputs, which only the host knows at each call. "
                        "Capture with PerLaunch::Auto, Parameters or Ring");
-    attach_advance(g, op);
+    attach_advance(g, facts.updatable, op);
     return;
   }
   if (policy_ != PerLaunch::Ring) {
@@ -84,7 +84,7 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
   // Auto, where arguments cannot take the values or would cost too many node updates: a graph
   // that only draws advances its offsets (far less device time than the ring's head and tail).
   if (policy_ == PerLaunch::Auto && !sources_ && advance_kernel() != nullptr)
-    attach_advance(g, op);
+    attach_advance(g, facts.updatable, op);
   else
     attach_ring(g, op);
 }
@@ -156,7 +156,7 @@ CUGRAPHS_INLINE void LaunchRing::attach_ring(cudaGraph_t g, std::string_view op)
   check(cudaGraphAddKernelNode(&tail, g, sinks.data(), sinks.size(), &kp), "{}: cudaGraphAddKernelNode (ring tail)", op);
 }
 
-CUGRAPHS_INLINE void LaunchRing::attach_advance(cudaGraph_t g, std::string_view op) {
+CUGRAPHS_INLINE void LaunchRing::attach_advance(cudaGraph_t g, bool updatable, std::string_view op) {
   const void* kernel = advance_kernel();
   if (kernel == nullptr) throw_needs_nvcc(op, "a graph that draws random numbers");
   AdvanceArgs args{values(), static_cast<unsigned>(uses_.size()), {}};  // copied into the node
@@ -169,7 +169,23 @@ CUGRAPHS_INLINE void LaunchRing::attach_advance(cudaGraph_t g, std::string_view 
   kp.blockDim = dim3(32);
   kp.kernelParams = params;
   cudaGraphNode_t advance = nullptr;
-  check(cudaGraphAddKernelNode(&advance, g, sinks.data(), sinks.size(), &kp), "{}: cudaGraphAddKernelNode (advance)", op);
+  check(cudaGraphAddKernelNode(&advance, g, nullptr, 0, &kp), "{}: cudaGraphAddKernelNode (advance)", op);
+  // Programmatic edges from the last kernels: the advance kernel is scheduled as they end (it
+  // waits for their completion itself, griddepcontrol.wait, before it writes the words), which
+  // takes about 0.3 us off each launch (tools/diagnostics/rng_advance_cost.cu). Only where its
+  // code has that wait (PTX for sm_90+), and not next to device-updatable nodes.
+  bool programmatic = !updatable && CUGRAPHS_CAPTURE_INFO_HAS_EDGES;
+  if (programmatic) {
+    RelaxedCaptureMode relaxed;  // a query, but one that must not risk a capture
+    cudaFuncAttributes attributes{};
+    check(cudaFuncGetAttributes(&attributes, kernel), "{}: cudaFuncGetAttributes (advance)", op);
+    programmatic = attributes.ptxVersion >= 90;
+  }
+  for (cudaGraphNode_t sink : sinks) {
+    cudaGraphNodeType type{};
+    check(cudaGraphNodeGetType(sink, &type), "{}: cudaGraphNodeGetType", op);
+    add_edge(g, sink, advance, op, programmatic && type == cudaGraphNodeTypeKernel);
+  }
   advance_end_ = add_end_event(g, std::span(&advance, 1), op);
   advancing_ = true;
 }
