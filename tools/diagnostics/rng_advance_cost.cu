@@ -13,6 +13,9 @@
 //   adv+pdl    advance with a programmatic edge from the draw (programmatic dependent launch):
 //              the advance kernel waits for the draw with griddepcontrol.wait, so its launch
 //              may overlap the draw's end
+//   pdl+trig   adv+pdl with a draw that lets its dependents be scheduled at its start
+//              (griddepcontrol.launch_dependents, as rng::unpack does for a captured draw):
+//              the advance kernel is scheduled while the draw runs and waits for its end
 //   pdl-first  the advance kernel first (it triggers its dependents at once), the draw after
 //              it through a programmatic edge, waiting with griddepcontrol.wait before it
 //              reads the words: the words then hold the offset of the launch before
@@ -63,6 +66,15 @@ __global__ void advance(unsigned long long* words, unsigned long long increment)
 __global__ void advance_after(unsigned long long* words, unsigned long long increment) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   words[1] += increment;
+}
+
+// draw_words, letting its dependents be scheduled at its start.
+__global__ void draw_words_trigger(const unsigned long long* words, unsigned long long* out) {
+  asm volatile("griddepcontrol.launch_dependents;");
+  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
+  const unsigned long long seed = words[0], offset = words[1];
+  out[1 + i] = mix(seed, offset, i);
+  if (i == 0) out[0] = offset;
 }
 
 // Advances first, letting its dependent launch at once.
@@ -121,7 +133,11 @@ int main() {
     advance<<<1, 1, 0, s>>>(words, kIncrement);
     check(cudaEventRecordWithFlags(end, s, cudaEventRecordExternal), "cudaEventRecordWithFlags (a node)");
   }, &g_node);
-  cudaGraph_t g_pdl = nullptr, g_first = nullptr;
+  cudaGraph_t g_pdl = nullptr, g_first = nullptr, g_trig = nullptr;
+  cudaGraphExec_t pdl_trig = capture(s, [&] {
+    draw_words_trigger<<<kBlocks, kThreads, 0, s>>>(words, out);
+    launch_programmatic(advance_after, 1, 1, s, words, kIncrement);
+  }, &g_trig);
   cudaGraphExec_t adv_pdl = capture(s, [&] {
     draw_words<<<kBlocks, kThreads, 0, s>>>(words, out);
     launch_programmatic(advance_after, 1, 1, s, words, kIncrement);
@@ -174,10 +190,13 @@ int main() {
   const int by_pdl = measure(kProgram, "adv+pdl", s, [&](int) { check(cudaGraphLaunch(adv_pdl, s), "cudaGraphLaunch"); });
   check(cudaStreamSynchronize(s), "sync");
   expect_offset("adv+pdl", start + kIncrement * (done + static_cast<unsigned long long>(by_pdl) - 1));
+  const int by_trig = measure(kProgram, "pdl+trig", s, [&](int) { check(cudaGraphLaunch(pdl_trig, s), "cudaGraphLaunch"); });
+  check(cudaStreamSynchronize(s), "sync");
+  expect_offset("pdl+trig", start + kIncrement * (done + static_cast<unsigned long long>(by_pdl + by_trig) - 1));
   const int by_first = measure(kProgram, "pdl-first", s, [&](int) { check(cudaGraphLaunch(pdl_first, s), "cudaGraphLaunch"); });
   check(cudaStreamSynchronize(s), "sync");
   // Advancing before the draw: the last launch drew at the offset after all launches so far.
-  expect_offset("pdl-first", start + kIncrement * (done + static_cast<unsigned long long>(by_pdl + by_first)));
+  expect_offset("pdl-first", start + kIncrement * (done + static_cast<unsigned long long>(by_pdl + by_trig + by_first)));
   // Once more at the end: the first way measured also pays the program's warm-up.
   (void)measure(kProgram, "fixed", s, [&](int) { check(cudaGraphLaunch(args, s), "cudaGraphLaunch"); });
   std::printf("rng_advance_cost: offsets %s\n", failures == 0 ? "as expected" : "WRONG");
