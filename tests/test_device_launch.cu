@@ -57,17 +57,9 @@ Graph adding(DeviceBuffer<float>& x, float v) {
   return g;
 }
 
-__device__ unsigned long long gpu_ns() {
-  unsigned long long t = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
-  return t;
-}
-
 // Writes v to *p after about `ns` nanoseconds.
 __global__ void slow_set_kernel(unsigned* p, unsigned v, unsigned long long ns) {
-  const unsigned long long start = gpu_ns();
-  while (gpu_ns() - start < ns) {
-  }
+  spin_ns(ns);
   *p = v;
 }
 
@@ -314,7 +306,9 @@ namespace {
 
 // dispatch_now from the kernel that computes the key; with `watch`, the kernel then waits (up
 // to about half a second) for the bucket's write, and `saw` says whether the bucket ran while
-// the launching kernel still ran, which a tail launch cannot do.
+// the launching kernel still ran, which a tail launch cannot do. (CUDA does not promise that
+// a fire-and-forget child runs beside its launcher; on this one-kernel graph and a GPU with
+// free SMs it does, and `saw` checks that dispatch_now really launches at once.)
 __global__ void dispatch_now_kernel(const unsigned* input, cugraphs::DispatchTable table, bool watch,
                                     const volatile unsigned* ran, unsigned* saw) {
   *saw = 0;
@@ -339,17 +333,19 @@ TEST_CASE("DeviceDispatch: dispatch_now starts the bucket's graph while the laun
   for (auto& g : buckets) pointers.push_back(&g);
   cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
   cugraphs::Stream s;
-  for (const bool watch : {true, false}) {
+  // Watching from a graph made for device launch; not watching from one, and from a plain graph
+  // (the launching graph need not be made for device launch).
+  for (const auto& [watch, plain] : std::array<std::pair<bool, bool>, 3>{{{true, false}, {false, false}, {false, true}}}) {
     Graph step;
     {
-      CaptureScope scope(step, for_device());
+      CaptureScope scope(step, plain ? CaptureOptions{} : for_device());
       dispatch_now_kernel<<<1, 1, 0, scope.stream()>>>(input.data(), dispatch.table(), watch, ran.data(), saw.data());
       cugraphs::check_launch("dispatch_now_kernel");
       scope.end();
     }
     for (const auto& [in, bucket] : std::array<std::pair<unsigned, unsigned>, 3>{{{3, 1}, {9, 2}, {4, 1}}}) {
       run_step(step, s, input, ran, seen, in);
-      INFO((watch ? "watching" : "not watching") << ", input " << in);
+      INFO((watch ? "watching" : "not watching") << (plain ? ", from a plain graph" : "") << ", input " << in);
       CHECK(get(ran) == bucket);
       CHECK(get(seen) == bucket);  // the step's end waited for the bucket, started now
       if (watch) CHECK(get(saw) == 1u);  // the bucket ran beside the kernel that launched it

@@ -60,23 +60,6 @@ __global__ void quick_dependent_kernel(const float* x, float* y) {
   y[0] = x[0];
 }
 
-// How many edges of `g` are programmatic dependencies.
-std::size_t programmatic_edges(cudaGraph_t g) {
-  std::size_t n = 0;
-#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-  const auto get_edges = cudaGraphGetEdges;
-#else
-  const auto get_edges = cudaGraphGetEdges_v2;
-#endif
-  REQUIRE(get_edges(g, nullptr, nullptr, nullptr, &n) == cudaSuccess);
-  std::vector<cudaGraphNode_t> from(n), to(n);
-  std::vector<cudaGraphEdgeData> data(n);
-  if (n != 0) REQUIRE(get_edges(g, from.data(), to.data(), data.data(), &n) == cudaSuccess);
-  std::size_t programmatic = 0;
-  for (const auto& e : data) programmatic += e.type == cudaGraphDependencyTypeProgrammatic ? 1 : 0;
-  return programmatic;
-}
-
 }  // namespace
 
 TEST_CASE("launch: a typed launch on the current stream runs the kernel with its arguments", "[launch][gpu]") {

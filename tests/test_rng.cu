@@ -509,25 +509,50 @@ TEST_CASE("RNG: PerLaunch::Advance on a graphed callable, which stages inputs, i
 
 namespace {
 
-// A kernel written for programmatic chains: it lets the kernels after it start at once
-// (pdl::trigger), then waits about `ns` and only then reads its (seed, offset) and draws one
-// uniform a thread (as uniforms() with per_thread 1).
-__global__ void uniforms_after_trigger(float* out, std::size_t n, cugraphs::PhiloxArgs args, unsigned long long ns) {
-  cugraphs::pdl::trigger();
-  if (threadIdx.x == 0) {
-    unsigned long long start = 0, now = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    do {
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-    } while (now - start < ns);
-  }
-  __syncthreads();
+// This thread's uniform from `args`, as uniforms() with per_thread 1 draws it.
+__device__ void draw_one(float* out, std::size_t n, const cugraphs::PhiloxArgs& args) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   const auto [seed, offset] = cugraphs::rng::unpack(args);
   curandStatePhilox4_32_10_t state;
   curand_init(seed, i, offset, &state);
   out[i] = curand_uniform(&state);
+}
+
+// A kernel written for programmatic chains: it lets the kernels after it start at once
+// (pdl::trigger), then waits about `ns` and only then reads its (seed, offset) and draws.
+__global__ void uniforms_after_trigger(float* out, std::size_t n, cugraphs::PhiloxArgs args, unsigned long long ns) {
+  cugraphs::pdl::trigger();
+  if (threadIdx.x == 0) spin_ns(ns);
+  __syncthreads();
+  draw_one(out, n, args);
+}
+
+// Launched programmatically after the kernel before it: waits for it, then draws.
+__global__ void uniforms_waiting(float* out, std::size_t n, cugraphs::PhiloxArgs args) {
+  cugraphs::pdl::wait();
+  draw_one(out, n, args);
+}
+
+// Replays `g` `rounds` times; after each, draws one uniform a thread from `eager` into each of
+// `refs` in turn and requires each of `outs` (the graph's draws, in capture order) to match.
+void require_replays_match(Graph& g, Generator& eager, std::initializer_list<DeviceBuffer<float>*> outs,
+                           std::initializer_list<DeviceBuffer<float>*> refs, cudaStream_t s, int rounds) {
+  for (int r = 0; r < rounds; ++r) {
+    g.replay(s);
+    for (DeviceBuffer<float>* ref : refs) draw(eager, *ref, 1, s);
+    INFO("replay " << r);
+    auto ref = refs.begin();
+    for (DeviceBuffer<float>* out : outs) REQUIRE(bitwise_equal(out->to_host(s), (*ref++)->to_host(s)));
+  }
+}
+
+// Whether the advance kernel this translation unit registered waits for programmatic edges
+// (griddepcontrol.wait, compiled for sm_90+), as its edges then are (with CUDA 12.3+).
+bool advance_waits() {
+  cudaFuncAttributes attributes{};
+  REQUIRE(cudaFuncGetAttributes(&attributes, cugraphs::detail::advance_kernel()) == cudaSuccess);
+  return attributes.ptxVersion >= 90;
 }
 
 }  // namespace
@@ -550,26 +575,52 @@ TEST_CASE("RNG: under PerLaunch::Advance a last drawing kernel that lets its dep
       },
       opts);
   REQUIRE(g.per_launch() == PerLaunch::Advance);
-  // With CUDA 13 and code for sm_90+, the advance kernel follows the drawing kernel through a
-  // programmatic edge (it is scheduled as the kernel ends, or as soon as it triggers, and
-  // waits for it): the case this test is for.
-  cudaFuncAttributes attributes{};
-  REQUIRE(cudaFuncGetAttributes(&attributes, uniforms_after_trigger) == cudaSuccess);
-#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-  std::size_t edges = 0;
-  REQUIRE(cudaGraphGetEdges(g.native_graph(), nullptr, nullptr, nullptr, &edges) == cudaSuccess);
-  std::vector<cudaGraphNode_t> from(edges), to(edges);
-  std::vector<cudaGraphEdgeData> data(edges);
-  REQUIRE(cudaGraphGetEdges(g.native_graph(), from.data(), to.data(), data.data(), &edges) == cudaSuccess);
-  std::size_t programmatic = 0;
-  for (const auto& d : data) programmatic += d.type == cudaGraphDependencyTypeProgrammatic ? 1 : 0;
-  CHECK(programmatic == (attributes.ptxVersion >= 90 ? 1u : 0u));
-#endif
-  for (int r = 0; r < 4; ++r) {
-    g.replay(s);
-    draw(b, ref, 1, s);
-    INFO("replay " << r);
-    REQUIRE(bitwise_equal(out.to_host(s), ref.to_host(s)));
-  }
+  // With code for sm_90+ the advance kernel follows the drawing kernel through a programmatic
+  // edge (scheduled as the kernel ends, or as soon as it triggers, and waiting for it): the
+  // case this test is for.
+  CHECK(programmatic_edges(g.native_graph()) == (advance_waits() ? 1u : 0u));
+  require_replays_match(g, b, {&out}, {&ref}, s, 4);
   CHECK(a.offset() == b.offset());
+}
+
+TEST_CASE("RNG: under PerLaunch::Advance the offsets advance after every last kernel: two drawing branches, and a "
+          "programmatic chain whose last kernel draws",
+          "[rng][gpu]") {
+  constexpr std::size_t n = 1 << 16;
+  cugraphs::Stream s, side;
+  Generator a(41), b(41);
+  DeviceBuffer<float> x(n, s), y(n, s), z(n, s), rx(n, s), ry(n, s), rz(n, s);
+  cudaEvent_t fork = nullptr, join = nullptr;
+  cugraphs::check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "event");
+  cugraphs::check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "event");
+  Graph g;
+  cugraphs::CaptureOptions opts;
+  opts.per_launch = PerLaunch::Advance;
+  cugraphs::capture(
+      g,
+      [&](cudaStream_t cs) {
+        // Two branches, each ending in a drawing kernel: two last kernels.
+        cugraphs::check(cudaEventRecord(fork, cs), "fork");
+        cugraphs::check(cudaStreamWaitEvent(side, fork), "fork wait");
+        uniforms_after_trigger<<<blocks_for(n), kThreads, 0, cs>>>(x.data(), n, a.philox(1), 200'000);
+        uniforms_after_trigger<<<blocks_for(n), kThreads, 0, side>>>(y.data(), n, a.philox(1), 400'000);
+        cugraphs::check_launch("uniforms_after_trigger");
+        // On the side branch, a drawing kernel launched programmatically after the one before.
+        cugraphs::LaunchConfig config;
+        config.grid = dim3(blocks_for(n));
+        config.block = dim3(kThreads);
+        config.programmatic = true;
+        cugraphs::launch(side.get(), config, uniforms_waiting, z.data(), n, a.philox(1));
+        cugraphs::check(cudaEventRecord(join, side), "join");
+        cugraphs::check(cudaStreamWaitEvent(cs, join), "join wait");
+      },
+      opts);
+  REQUIRE(g.per_launch() == PerLaunch::Advance);
+  // The chain's own edge, and the advance kernel's from each branch's last kernel (the one
+  // triggering first on the side branch counts as last too: only a programmatic edge leaves it).
+  CHECK(programmatic_edges(g.native_graph()) == (advance_waits() ? 4u : 1u));
+  require_replays_match(g, b, {&x, &y, &z}, {&rx, &ry, &rz}, s, 3);
+  CHECK(a.offset() == b.offset());
+  cugraphs::check(cudaEventDestroy(fork), "cudaEventDestroy");
+  cugraphs::check(cudaEventDestroy(join), "cudaEventDestroy");
 }

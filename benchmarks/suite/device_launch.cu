@@ -2,11 +2,11 @@
 // finished", on the GPU's clock (%globaltimer: the kernel that writes the key stamps the start,
 // the last block of the bucket's kernel the end), with DeviceDispatch (a dispatcher graph
 // tail-launches the bucket's graph) and with a DispatchTable (the kernel that computes the key
-// dispatches itself, as a tail launch or fire-and-forget: dispatch_now), against the host round trip (copy the value back, synchronize, pick,
-// launch). Each step is queued behind a kernel that spins, so that the host has queued what
-// the device path needs before the key exists, as in a loop whose host runs ahead. Also, on the
-// host's clock, 100 steps back to back, and one graph launched from the host against the same
-// graph tail-launched by a kernel.
+// dispatches itself, as a tail launch or fire-and-forget: dispatch_now), against the host
+// round trip (copy the value back, synchronize, pick, launch). Each step is queued behind a
+// kernel that spins, so that the host has queued what the device path needs before the key
+// exists, as in a loop whose host runs ahead. Also, on the host's clock, 100 steps back to
+// back, and one graph launched from the host against the same graph tail-launched by a kernel.
 #include "suite.hpp"
 
 #include <cugraphs/device_dispatch.hpp>

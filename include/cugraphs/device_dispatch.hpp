@@ -20,6 +20,7 @@
 #include <cstddef>
 #include <span>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 namespace cugraphs {
@@ -55,7 +56,8 @@ struct DispatchTable {
   /// As dispatch(), but the bucket's graph starts now (a fire-and-forget launch, a child of
   /// the launching graph) instead of after the launching graph: sooner, and beside what the
   /// launching kernel and its graph still do, which must then neither read what the bucket
-  /// writes nor write what it reads.
+  /// writes nor write what it reads. CUDA allows 120 fire-and-forget launches in one launch of
+  /// a graph; one beyond is refused and reported as any refused launch.
   __device__ bool dispatch_now(unsigned key) const { return dispatch_into(key, cudaStreamGraphFireAndForget); }
 
 private:
@@ -64,10 +66,14 @@ private:
     unsigned lo = 0;
     cudaGraphExec_t exec = nullptr;
     if (count <= kInline) {
-      // Count the bounds below the key: independent comparisons of the table's own words.
+      // Count the bounds below the key, then pick the executable: independent comparisons and
+      // selects over the table's own words, with no index computed at run time into them
+      // (which could send the table through local memory).
 #pragma unroll
       for (unsigned i = 0; i < kInline; ++i) lo += (i < count && inline_bounds[i] < key) ? 1u : 0u;
-      if (lo < count) exec = inline_execs[lo];
+#pragma unroll
+      for (unsigned i = 0; i < kInline; ++i)
+        if (i == lo) exec = inline_execs[i];
     } else {
       unsigned hi = count;
       while (lo < hi) {
@@ -91,6 +97,8 @@ private:
 #endif
   }
 };
+
+static_assert(std::is_trivially_copyable_v<DispatchTable>, "cugraphs: kernels take a DispatchTable by value");
 
 namespace detail {
 
@@ -187,7 +195,9 @@ public:
 
   /// The choice for kernels that compute the key and dispatch themselves (DispatchTable):
   /// valid while this DeviceDispatch lives.
-  [[nodiscard]] DispatchTable table() const noexcept { return table_; }
+  [[nodiscard]] DispatchTable table() const noexcept {
+    return status_.data() != nullptr ? table_ : DispatchTable{};  // a moved-from dispatch has none
+  }
 
   /// The dispatcher graph (one kernel node), instantiated for device launch.
   [[nodiscard]] const Graph& dispatcher() const noexcept { return dispatcher_; }

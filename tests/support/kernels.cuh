@@ -51,6 +51,20 @@ __global__ void copy_kernel(float* dst, const float* src, std::size_t n) {
   if (i < n) dst[i] = src[i];
 }
 
+// The GPU's clock, in nanoseconds (%globaltimer).
+__device__ inline unsigned long long gpu_ns() {
+  unsigned long long t = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// Keeps the calling thread busy for about `ns` nanoseconds.
+__device__ inline void spin_ns(unsigned long long ns) {
+  const unsigned long long start = gpu_ns();
+  while (gpu_ns() - start < ns) {
+  }
+}
+
 // Keeps the first warp busy for about `ns` nanoseconds, then writes `value` to every element:
 // work queued after it on the same stream must see the write.
 __global__ void slow_fill_kernel(float* x, std::size_t n, float value, unsigned long long ns) {
@@ -59,12 +73,9 @@ __global__ void slow_fill_kernel(float* x, std::size_t n, float value, unsigned 
   // reports a barrier reached by a divergent warp.
   if (threadIdx.x < warpSize) {
     const unsigned lanes = __activemask();
-    unsigned long long start = 0, now = 0;
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-    start = __shfl_sync(lanes, start, 0);
+    unsigned long long start = __shfl_sync(lanes, gpu_ns(), 0), now = 0;
     do {
-      asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-      now = __shfl_sync(lanes, now, 0);
+      now = __shfl_sync(lanes, gpu_ns(), 0);
     } while (now - start < ns);
   }
   __syncthreads();
@@ -128,6 +139,23 @@ inline void capture_and_check_affine(cugraphs::Graph& g, cugraphs::DeviceBuffer<
   g.replay();
   const auto after = host(x.span());
   for (std::size_t i = 0; i < x.size(); i += 97) REQUIRE(after[i] == 2.0f * (2.0f * before[i] + 1.0f) + 1.0f);
+}
+
+// How many edges of `g` are programmatic dependencies.
+inline std::size_t programmatic_edges(cudaGraph_t g) {
+  std::size_t n = 0;
+#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+  const auto get_edges = cudaGraphGetEdges;
+#else
+  const auto get_edges = cudaGraphGetEdges_v2;
+#endif
+  REQUIRE(get_edges(g, nullptr, nullptr, nullptr, &n) == cudaSuccess);
+  std::vector<cudaGraphNode_t> from(n), to(n);
+  std::vector<cudaGraphEdgeData> data(n);
+  if (n != 0) REQUIRE(get_edges(g, from.data(), to.data(), data.data(), &n) == cudaSuccess);
+  std::size_t programmatic = 0;
+  for (const auto& e : data) programmatic += e.type == cudaGraphDependencyTypeProgrammatic ? 1 : 0;
+  return programmatic;
 }
 
 inline bool bitwise_equal(const std::vector<float>& a, const std::vector<float>& b) {

@@ -14,7 +14,7 @@
 //              the advance kernel waits for the draw with griddepcontrol.wait, so its launch
 //              may overlap the draw's end
 //   pdl+trig   adv+pdl with a draw that lets its dependents be scheduled at its start
-//              (griddepcontrol.launch_dependents, as rng::unpack does for a captured draw):
+//              (griddepcontrol.launch_dependents, as a trigger in rng::unpack would for a captured draw):
 //              the advance kernel is scheduled while the draw runs and waits for its end
 //   pdl-first  the advance kernel first (it triggers its dependents at once), the draw after
 //              it through a programmatic edge, waiting with griddepcontrol.wait before it

@@ -100,6 +100,11 @@ inline void check_device_readable(const void* p, int device, std::string_view op
 // overwrite the state. Safe to call while a capture is open on this thread.
 [[nodiscard]] std::shared_ptr<void> private_device_memory(std::size_t bytes, std::string_view what);
 
+// The PTX version `kernel` was compiled from for this device (90 for sm_90 code), asked of
+// CUDA once per kernel and thread: below 90, pdl::wait() and griddepcontrol.wait are compiled
+// out of it.
+[[nodiscard]] int kernel_ptx_version(const void* kernel, std::string_view op);
+
 // `count` T of library-owned device memory (see private_device_memory).
 template <class T>
 class PrivateArray {

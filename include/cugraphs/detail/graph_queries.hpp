@@ -91,10 +91,18 @@ struct CaptureInfo {
 
 [[nodiscard]] CaptureInfo capture_info(cudaStream_t s, std::string_view op);
 
-// Adds `from -> to` to `g`: a programmatic edge (programmatic dependent launch: `to` may be
-// scheduled as `from` ends, and waits for it with griddepcontrol.wait) where asked and CUDA's
-// API can say so (13.0+), else a plain one.
-void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::string_view op, bool programmatic = false);
+// Adds `from -> to` to `g`.
+void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::string_view op);
+
+// Adds `from -> to` to `g` as a programmatic edge (programmatic dependent launch: `to` may be
+// scheduled as `from` ends, or as soon as it triggers, and must wait for it with
+// griddepcontrol.wait before it touches what `from` touches). Returns false, adding nothing
+// and leaving no error behind, where CUDA refuses it.
+[[nodiscard]] bool add_programmatic_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to) noexcept;
+
+// Whether `node` is a kernel node neither cooperative nor device-updatable, as far as CUDA
+// says (false where it cannot say whether it is cooperative).
+[[nodiscard]] bool plain_kernel_node(cudaGraphNode_t node) noexcept;
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
 // Adds a node after the stream's current dependencies and makes it the only one.

@@ -228,8 +228,9 @@ private:
   void attach_ring(cudaGraph_t g, std::string_view op);
 
   // The advance kernel after every last node of `g`, and the end's event record node after it.
-  // The edges from kernel nodes are programmatic where the advance kernel waits for them
-  // (compiled for sm_90+) and `g` holds no device-updatable node.
+  // The edges from plain kernel nodes (neither cooperative nor device-updatable) are
+  // programmatic where the advance kernel waits for them (compiled for sm_90+), `g` holds no
+  // device-updatable node and CUDA accepts them.
   void attach_advance(cudaGraph_t g, bool updatable, std::string_view op);
   // Sets the generators' words to taken_ on `stream`, after the last launch's end (whatever
   // stream it ran on).

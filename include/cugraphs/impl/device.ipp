@@ -6,6 +6,9 @@
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/config.hpp>
 
+#include <utility>
+#include <vector>
+
 namespace cugraphs::detail {
 
 CUGRAPHS_INLINE int current_device() {
@@ -81,6 +84,17 @@ CUGRAPHS_INLINE std::shared_ptr<void> private_device_memory(std::size_t bytes, s
       report_in_destructor(caught_code(), "freeing library state");
     }
   });
+}
+
+CUGRAPHS_INLINE int kernel_ptx_version(const void* kernel, std::string_view op) {
+  thread_local std::vector<std::pair<const void*, int>> seen;
+  for (const auto& [k, v] : seen)
+    if (k == kernel) return v;
+  RelaxedCaptureMode relaxed;  // a query, but one that must not risk a capture
+  cudaFuncAttributes attributes{};
+  check(cudaFuncGetAttributes(&attributes, kernel), "{}: cudaFuncGetAttributes", op);
+  seen.emplace_back(kernel, attributes.ptxVersion);
+  return attributes.ptxVersion;
 }
 
 }  // namespace cugraphs::detail

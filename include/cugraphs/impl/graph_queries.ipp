@@ -116,19 +116,49 @@ CUGRAPHS_INLINE CaptureInfo capture_info(cudaStream_t s, std::string_view op) {
   return i;
 }
 
-CUGRAPHS_INLINE void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::string_view op,
-    bool programmatic) {
+CUGRAPHS_INLINE void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::string_view op) {
 #if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-  cudaGraphEdgeData edge{};
-  if (programmatic) {
-    edge.type = cudaGraphDependencyTypeProgrammatic;
-    edge.from_port = cudaGraphKernelNodePortProgrammatic;
-  }
-  check(cudaGraphAddDependencies(g, &from, &to, programmatic ? &edge : nullptr, 1), "{}: cudaGraphAddDependencies", op);
+  check(cudaGraphAddDependencies(g, &from, &to, nullptr, 1), "{}: cudaGraphAddDependencies", op);
 #else
-  (void)programmatic;
   check(cudaGraphAddDependencies(g, &from, &to, 1), "{}: cudaGraphAddDependencies", op);
 #endif
+}
+
+CUGRAPHS_INLINE bool add_programmatic_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to) noexcept {
+  cudaGraphEdgeData edge{};
+  edge.type = cudaGraphDependencyTypeProgrammatic;
+  edge.from_port = cudaGraphKernelNodePortProgrammatic;
+#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+  const cudaError_t e = cudaGraphAddDependencies(g, &from, &to, &edge, 1);
+#else  // CUDA 12.3 to 12.9
+  const cudaError_t e = cudaGraphAddDependencies_v2(g, &from, &to, &edge, 1);
+#endif
+  if (e != cudaSuccess) (void)cudaGetLastError();
+  return e == cudaSuccess;
+}
+
+CUGRAPHS_INLINE bool plain_kernel_node(cudaGraphNode_t node) noexcept {
+  cudaGraphNodeType type{};
+  if (cudaGraphNodeGetType(node, &type) != cudaSuccess || type != cudaGraphNodeTypeKernel) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  cudaLaunchAttributeValue cooperative{};
+  if (cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeCooperative, &cooperative) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  bool updatable = false;
+#if CUGRAPHS_HAS_DEVICE_UPDATABLE_NODES
+  // Where CUDA does not answer, the node is taken for a plain one: the library's own
+  // device-updatable nodes are known to it without asking.
+  cudaLaunchAttributeValue v{};
+  if (cudaGraphKernelNodeGetAttribute(node, cudaLaunchAttributeDeviceUpdatableKernelNode, &v) == cudaSuccess)
+    updatable = v.deviceUpdatableKernelNode.deviceUpdatable != 0;
+  else
+    (void)cudaGetLastError();
+#endif
+  return cooperative.cooperative == 0 && !updatable;
 }
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES

@@ -9,17 +9,7 @@
 namespace cugraphs::detail {
 
 CUGRAPHS_INLINE void check_programmatic(const void* kernel, std::string_view op) {
-  thread_local std::vector<std::pair<const void*, int>> seen;
-  int ptx = -1;
-  for (const auto& [k, v] : seen)
-    if (k == kernel) ptx = v;
-  if (ptx < 0) {
-    RelaxedCaptureMode relaxed;  // a query, but one that must not risk a capture
-    cudaFuncAttributes attributes{};
-    check(cudaFuncGetAttributes(&attributes, kernel), "{}: cudaFuncGetAttributes", op);
-    ptx = attributes.ptxVersion;
-    seen.emplace_back(kernel, ptx);
-  }
+  const int ptx = kernel_ptx_version(kernel, op);
   if (ptx < 90)
     throw_misuse(op, "a programmatic launch of a kernel compiled for compute capability {}.{}: pdl::wait() is compiled "
                      "out below 9.0, so the kernel would read its predecessor's output before it is written. Build "

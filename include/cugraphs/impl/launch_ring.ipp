@@ -172,20 +172,13 @@ CUGRAPHS_INLINE void LaunchRing::attach_advance(cudaGraph_t g, bool updatable, s
   check(cudaGraphAddKernelNode(&advance, g, nullptr, 0, &kp), "{}: cudaGraphAddKernelNode (advance)", op);
   // Programmatic edges from the last kernels: the advance kernel is scheduled as they end (it
   // waits for their completion itself, griddepcontrol.wait, before it writes the words), which
-  // takes about 0.3 us off each launch (tools/diagnostics/rng_advance_cost.cu). Only where its
-  // code has that wait (PTX for sm_90+), and not next to device-updatable nodes.
-  bool programmatic = !updatable && CUGRAPHS_CAPTURE_INFO_HAS_EDGES;
-  if (programmatic) {
-    RelaxedCaptureMode relaxed;  // a query, but one that must not risk a capture
-    cudaFuncAttributes attributes{};
-    check(cudaFuncGetAttributes(&attributes, kernel), "{}: cudaFuncGetAttributes (advance)", op);
-    programmatic = attributes.ptxVersion >= 90;
-  }
-  for (cudaGraphNode_t sink : sinks) {
-    cudaGraphNodeType type{};
-    check(cudaGraphNodeGetType(sink, &type), "{}: cudaGraphNodeGetType", op);
-    add_edge(g, sink, advance, op, programmatic && type == cudaGraphNodeTypeKernel);
-  }
+  // took about 0.5 us off a one-kernel graph's launch (docs/performance.md). Only where its
+  // code has that wait (PTX for sm_90+), and from plain kernel nodes: not from device-updatable
+  // ones (CUDA restricts what such nodes may be connected to, and kernels change them), nor
+  // cooperative ones; a programmatic edge CUDA refuses is made plain.
+  const bool waits = !updatable && kernel_ptx_version(kernel, op) >= 90;
+  for (cudaGraphNode_t sink : sinks)
+    if (!(waits && plain_kernel_node(sink) && add_programmatic_edge(g, sink, advance))) add_edge(g, sink, advance, op);
   advance_end_ = add_end_event(g, std::span(&advance, 1), op);
   advancing_ = true;
 }
