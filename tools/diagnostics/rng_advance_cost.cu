@@ -23,7 +23,7 @@
 // spins on the GPU timer) and the time to completion (launch, then synchronize; median of
 // 200). The offsets the last launches used are checked.
 //   nvcc -std=c++20 -O2 -arch=sm_90 tools/diagnostics/rng_advance_cost.cu -o rng_advance_cost
-#include "launch_timing.cuh"
+#include "offset_kernels.cuh"
 
 #include <cuda_runtime.h>
 
@@ -33,34 +33,22 @@
 
 namespace {
 
+using diag::advance;
 using diag::capture;
 using diag::check;
+using diag::draw_at;
+using diag::draw_words;
+using diag::kBlocks;
+using diag::kIncrement;
+using diag::kThreads;
 using diag::measure;
 
 constexpr const char* kProgram = "rng_advance_cost";
-constexpr unsigned kBlocks = 8, kThreads = 256;
-constexpr unsigned long long kIncrement = 4;
 
-__device__ unsigned long long mix(unsigned long long seed, unsigned long long offset, unsigned i) {
-  unsigned long long h = seed * 0x9E3779B97F4A7C15ull ^ (offset + i) * 0xBF58476D1CE4E5B9ull;
-  return h ^ (h >> 31);
-}
-
-// out[0] keeps the offset the launch used.
+// Draws at the offset it is given as an argument.
 __global__ void draw_args(unsigned long long seed, unsigned long long offset, unsigned long long* out) {
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  out[1 + i] = mix(seed, offset, i);
-  if (i == 0) out[0] = offset;
+  draw_at(seed, offset, out);
 }
-
-__global__ void draw_words(const unsigned long long* words, unsigned long long* out) {
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  const unsigned long long seed = words[0], offset = words[1];
-  out[1 + i] = mix(seed, offset, i);
-  if (i == 0) out[0] = offset;
-}
-
-__global__ void advance(unsigned long long* words, unsigned long long increment) { words[1] += increment; }
 
 // The same, launched programmatically after the draw: waits for it before writing.
 __global__ void advance_after(unsigned long long* words, unsigned long long increment) {
@@ -71,10 +59,7 @@ __global__ void advance_after(unsigned long long* words, unsigned long long incr
 // draw_words, letting its dependents be scheduled at its start.
 __global__ void draw_words_trigger(const unsigned long long* words, unsigned long long* out) {
   asm volatile("griddepcontrol.launch_dependents;");
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  const unsigned long long seed = words[0], offset = words[1];
-  out[1 + i] = mix(seed, offset, i);
-  if (i == 0) out[0] = offset;
+  draw_at(words[0], words[1], out);
 }
 
 // Advances first, letting its dependent launch at once.
@@ -86,10 +71,7 @@ __global__ void advance_first(unsigned long long* words, unsigned long long incr
 // Draws once the kernel before it (launched programmatically after it) has finished.
 __global__ void draw_words_waiting(const unsigned long long* words, unsigned long long* out) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
-  const unsigned i = blockIdx.x * blockDim.x + threadIdx.x;
-  const unsigned long long seed = words[0], offset = words[1];
-  out[1 + i] = mix(seed, offset, i);
-  if (i == 0) out[0] = offset;
+  draw_at(words[0], words[1], out);
 }
 
 // Launches `kernel` on `s` with a programmatic dependency on the work before it.
@@ -110,29 +92,16 @@ void launch_programmatic(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream
 }  // namespace
 
 int main() {
-  cudaStream_t s = nullptr;
-  check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "cudaStreamCreateWithFlags");
-  unsigned long long *out = nullptr, *words = nullptr;
-  check(cudaMalloc(&out, (1 + kBlocks * kThreads) * sizeof(unsigned long long)), "cudaMalloc");
-  check(cudaMalloc(&words, 2 * sizeof(unsigned long long)), "cudaMalloc");
   const unsigned long long seed = 42, start = 1000;
-  const unsigned long long init[2] = {seed, start};
-  check(cudaMemcpy(words, init, sizeof init, cudaMemcpyHostToDevice), "cudaMemcpy");
+  const auto [s, out, words] = diag::offset_setup(seed, start);
 
   cudaGraph_t g_args = nullptr, g_adv = nullptr, g_node = nullptr;
   cudaEvent_t end = nullptr, end_host = nullptr;
   check(cudaEventCreateWithFlags(&end, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   check(cudaEventCreateWithFlags(&end_host, cudaEventDisableTiming), "cudaEventCreateWithFlags");
   cudaGraphExec_t args = capture(s, [&] { draw_args<<<kBlocks, kThreads, 0, s>>>(seed, start, out); }, &g_args);
-  cudaGraphExec_t adv = capture(s, [&] {
-    draw_words<<<kBlocks, kThreads, 0, s>>>(words, out);
-    advance<<<1, 1, 0, s>>>(words, kIncrement);
-  }, &g_adv);
-  cudaGraphExec_t adv_node = capture(s, [&] {
-    draw_words<<<kBlocks, kThreads, 0, s>>>(words, out);
-    advance<<<1, 1, 0, s>>>(words, kIncrement);
-    check(cudaEventRecordWithFlags(end, s, cudaEventRecordExternal), "cudaEventRecordWithFlags (a node)");
-  }, &g_node);
+  cudaGraphExec_t adv = capture(s, [&] { diag::queue_draw_and_advance(s, words, out); }, &g_adv);
+  cudaGraphExec_t adv_node = capture(s, [&] { diag::queue_draw_and_advance(s, words, out, end); }, &g_node);
   cudaGraph_t g_pdl = nullptr, g_first = nullptr, g_trig = nullptr;
   cudaGraphExec_t pdl_trig = capture(s, [&] {
     draw_words_trigger<<<kBlocks, kThreads, 0, s>>>(words, out);
@@ -152,15 +121,8 @@ int main() {
   cudaKernelNodeParams params{};
   check(cudaGraphKernelNodeGetParams(node, &params), "cudaGraphKernelNodeGetParams");
 
-  int failures = 0;
-  const auto expect_offset = [&](const char* name, unsigned long long want) {
-    unsigned long long got = 0;
-    check(cudaMemcpy(&got, out, sizeof got, cudaMemcpyDeviceToHost), "read back");
-    if (got != want) {
-      std::printf("rng_advance_cost %s: the last launch drew at offset %llu, want %llu\n", name, got, want);
-      ++failures;
-    }
-  };
+  diag::OffsetCheck offsets(kProgram, out);
+  const auto expect_offset = [&](const char* name, unsigned long long want) { offsets.expect(name, want); };
 
   (void)measure(kProgram, "fixed", s, [&](int) { check(cudaGraphLaunch(args, s), "cudaGraphLaunch"); });
   expect_offset("fixed", start);
@@ -199,6 +161,5 @@ int main() {
   expect_offset("pdl-first", start + kIncrement * (done + static_cast<unsigned long long>(by_pdl + by_trig + by_first)));
   // Once more at the end: the first way measured also pays the program's warm-up.
   (void)measure(kProgram, "fixed", s, [&](int) { check(cudaGraphLaunch(args, s), "cudaGraphLaunch"); });
-  std::printf("rng_advance_cost: offsets %s\n", failures == 0 ? "as expected" : "WRONG");
-  return failures == 0 ? 0 : 1;
+  return offsets.finish();
 }
