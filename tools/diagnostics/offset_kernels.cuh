@@ -25,6 +25,11 @@ __device__ inline void draw_at(unsigned long long seed, unsigned long long offse
 // Draws at the (seed, offset) of `words`.
 __global__ void draw_words(const unsigned long long* words, unsigned long long* out) { draw_at(words[0], words[1], out); }
 
+// Draws at the offset it is given as an argument.
+__global__ void draw_args(unsigned long long seed, unsigned long long offset, unsigned long long* out) {
+  draw_at(seed, offset, out);
+}
+
 // Advances the words' offset by what a launch draws.
 __global__ void advance(unsigned long long* words, unsigned long long increment) { words[1] += increment; }
 

@@ -36,6 +36,7 @@ namespace {
 using diag::advance;
 using diag::capture;
 using diag::check;
+using diag::draw_args;
 using diag::draw_at;
 using diag::draw_words;
 using diag::kBlocks;
@@ -44,11 +45,6 @@ using diag::kThreads;
 using diag::measure;
 
 constexpr const char* kProgram = "rng_advance_cost";
-
-// Draws at the offset it is given as an argument.
-__global__ void draw_args(unsigned long long seed, unsigned long long offset, unsigned long long* out) {
-  draw_at(seed, offset, out);
-}
 
 // The same, launched programmatically after the draw: waits for it before writing.
 __global__ void advance_after(unsigned long long* words, unsigned long long increment) {

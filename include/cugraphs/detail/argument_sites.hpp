@@ -164,6 +164,7 @@ private:
     std::vector<Site> draws;
     std::optional<std::size_t> stage;  // byte of the StageArgs
     bool current = false;  // the executable's node holds `args` as they are
+    cudaFunction_t function = nullptr;  // the kernel's, once a node update has found it
   };
 
   // The draw whose PhiloxArgs, as a capture handed them out (seed 0, this draw's offset, base

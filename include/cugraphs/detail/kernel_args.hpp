@@ -77,6 +77,15 @@ private:
 // where this fails too (the driver entry points need CUDA 12.5 at build time).
 [[nodiscard]] std::optional<std::vector<std::vector<std::byte>>> driver_kernel_args(cudaGraphNode_t node);
 
+// Sets kernel node `node` of `exec` to `p`, as cudaGraphExecKernelNodeSetParams does, for the
+// per-launch node updates: through the driver's cuGraphExecKernelNodeSetParams with the
+// kernel's CUfunction found once (`function`, null until then), which costs the host about
+// half what the runtime's call does (it finds the function anew at every call:
+// tools/diagnostics/node_update_cost.cu); through the runtime's call where the driver's entry
+// point or the function cannot be had.
+[[nodiscard]] cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaKernelNodeParams& p,
+                                               cudaFunction_t& function) noexcept;
+
 }  // namespace cugraphs::detail
 
 #if !defined(CUGRAPHS_SEPARATE_COMPILATION)

@@ -164,7 +164,7 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::draw_elsewhere(cudaGra
 CUGRAPHS_INLINE void ArgumentSites::set_node(cudaGraphExec_t exec, PatchedNode& n, Taken taken, std::string_view op) {
   if (!write_values(n, taken) && n.current) return;
   n.current = false;
-  if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, n.target, &n.args.launch()); e != cudaSuccess)
+  if (const cudaError_t e = set_exec_kernel_node(exec, n.target, n.args.launch(), n.function); e != cudaSuccess)
     [[unlikely]]
     throw_cuda(e, format("{}: handing a launch its values (cudaGraphExecKernelNodeSetParams)", op));
   n.current = true;

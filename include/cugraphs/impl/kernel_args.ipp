@@ -105,4 +105,39 @@ CUGRAPHS_INLINE std::optional<std::vector<std::vector<std::byte>>> driver_kernel
 #endif
 }
 
+CUGRAPHS_INLINE cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node,
+    const cudaKernelNodeParams& p, cudaFunction_t& function) noexcept {
+  using SetParams = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
+  static const auto set = [] {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    if (cudaGetDriverEntryPointByVersion("cuGraphExecKernelNodeSetParams", &fn, 12000, cudaEnableDefault, &found) !=
+            cudaSuccess ||
+        found != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return static_cast<SetParams>(nullptr);
+    }
+    return reinterpret_cast<SetParams>(fn);
+  }();
+  if (function == nullptr && set != nullptr && cudaGetFuncBySymbol(&function, p.func) != cudaSuccess) {
+    (void)cudaGetLastError();
+    function = nullptr;
+  }
+  if (set == nullptr || function == nullptr || p.extra != nullptr) return cudaGraphExecKernelNodeSetParams(exec, node, &p);
+  CUDA_KERNEL_NODE_PARAMS d{};
+  d.func = reinterpret_cast<CUfunction>(function);
+  d.gridDimX = p.gridDim.x;
+  d.gridDimY = p.gridDim.y;
+  d.gridDimZ = p.gridDim.z;
+  d.blockDimX = p.blockDim.x;
+  d.blockDimY = p.blockDim.y;
+  d.blockDimZ = p.blockDim.z;
+  d.sharedMemBytes = p.sharedMemBytes;
+  d.kernelParams = p.kernelParams;
+  if (set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &d) == CUDA_SUCCESS)
+    return cudaSuccess;
+  // The driver refused: the runtime's call says why in its own terms (or succeeds).
+  return cudaGraphExecKernelNodeSetParams(exec, node, &p);
+}
+
 }  // namespace cugraphs::detail
