@@ -118,7 +118,7 @@ public:
   void set_node_params(cudaGraphExec_t exec, const Resolve& resolve, cudaGraphNode_t target,
                        const cudaKernelNodeParams& p, Taken taken, std::string_view op) {
     const auto set = [&](const cudaKernelNodeParams& q) {
-      if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, target, &q); e != cudaSuccess) [[unlikely]]
+      if (const cudaError_t e = set_exec_kernel_node(exec, target, q); e != cudaSuccess) [[unlikely]]
         throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
     };
     bind(exec, resolve);

@@ -85,6 +85,10 @@ private:
 // point or the function cannot be had.
 [[nodiscard]] cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaKernelNodeParams& p,
                                                cudaFunction_t& function) noexcept;
+// The same where no node keeps the function: it is looked up in this thread's small table of
+// the kernels it updated, by kernel and current device (Graph::set_kernel_args).
+[[nodiscard]] cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node,
+                                               const cudaKernelNodeParams& p) noexcept;
 
 }  // namespace cugraphs::detail
 

@@ -184,7 +184,7 @@ public:
                        const cudaKernelNodeParams& p, std::string_view op) {
     if (sites_) {
       sites_->set_node_params(exec, resolve, target, p, taken_, op);
-    } else if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec, target, &p); e != cudaSuccess)
+    } else if (const cudaError_t e = set_exec_kernel_node(exec, target, p); e != cudaSuccess)
       [[unlikely]] {
       throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
     }

@@ -141,7 +141,7 @@ CUGRAPHS_INLINE void Executable::set_kernel_params(std::uint64_t capture, std::s
                        "or stages inputs, that capture's arguments may name per-launch state which is gone. Take "
                        "the node with captured_kernel_node() in the capture applied last");
     ring_->set_node_params(exec_, resolver(op), target, p, op);
-  } else if (const cudaError_t e = cudaGraphExecKernelNodeSetParams(exec_, target, &p); e != cudaSuccess)
+  } else if (const cudaError_t e = set_exec_kernel_node(exec_, target, p); e != cudaSuccess)
     [[unlikely]] {
     throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
   }

@@ -140,4 +140,25 @@ CUGRAPHS_INLINE cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraph
   return cudaGraphExecKernelNodeSetParams(exec, node, &p);
 }
 
+CUGRAPHS_INLINE cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node,
+    const cudaKernelNodeParams& p) noexcept {
+  struct Known {
+    const void* func;
+    int device;
+    cudaFunction_t function;
+  };
+  thread_local std::vector<Known> known;
+  int device = -1;
+  if (cudaGetDevice(&device) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return cudaGraphExecKernelNodeSetParams(exec, node, &p);
+  }
+  for (Known& k : known)
+    if (k.func == p.func && k.device == device) return set_exec_kernel_node(exec, node, p, k.function);
+  cudaFunction_t function = nullptr;
+  const cudaError_t e = set_exec_kernel_node(exec, node, p, function);
+  if (function != nullptr && known.size() < 64) known.push_back({p.func, device, function});
+  return e;
+}
+
 }  // namespace cugraphs::detail
