@@ -113,12 +113,13 @@ public:
   // found afresh and the node is set with the last launch's (so that later launches keep the
   // change, and a launch outside cugraphs repeats the last values); a node that took no
   // values when captured cannot start taking them (nothing would refresh them): an Error.
-  // Nothing changes when it throws.
+  // Nothing changes when it throws. `function` is p's kernel's (kernel_function), kept by the
+  // caller.
   template <class Resolve>
   void set_node_params(cudaGraphExec_t exec, const Resolve& resolve, cudaGraphNode_t target,
-                       const cudaKernelNodeParams& p, Taken taken, std::string_view op) {
+                       const cudaKernelNodeParams& p, cudaFunction_t& function, Taken taken, std::string_view op) {
     const auto set = [&](const cudaKernelNodeParams& q) {
-      if (const cudaError_t e = set_exec_kernel_node(exec, target, q); e != cudaSuccess) [[unlikely]]
+      if (const cudaError_t e = set_exec_kernel_node(exec, target, q, function); e != cudaSuccess) [[unlikely]]
         throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
     };
     bind(exec, resolve);
@@ -133,6 +134,7 @@ public:
     }
     PatchedNode next{it != patched_.end() ? it->index : 0, it != patched_.end() ? it->node : nullptr, target,
                      KernelArgs(p, std::move(*layout)), {}, {}};
+    next.function = function;
     find_sites(next);
     if (it == patched_.end()) {
       if (!next.draws.empty())
@@ -164,7 +166,7 @@ private:
     std::vector<Site> draws;
     std::optional<std::size_t> stage;  // byte of the StageArgs
     bool current = false;  // the executable's node holds `args` as they are
-    cudaFunction_t function = nullptr;  // the kernel's, once a node update has found it
+    cudaFunction_t function = nullptr;  // the kernel's (kernel_function), found when the node is readied
   };
 
   // The draw whose PhiloxArgs, as a capture handed them out (seed 0, this draw's offset, base

@@ -166,6 +166,7 @@ private:
   // executable's nodes (graph_ is then the capture applied last); null when it is graph_.
   std::shared_ptr<NativeGraph> identity_;
   std::vector<cudaGraphNode_t> identity_nodes_;    // its nodes, for KernelNodes of later captures
+  std::vector<std::pair<const void*, cudaFunction_t>> functions_;  // set_kernel_args' kernels (kernel_function)
   std::vector<std::shared_ptr<void>> keep_alive_;  // what captured work uses (keep_alive_with_capture)
   std::uint64_t current_capture_ = 0;              // the capture graph_ holds
   std::uint64_t instantiated_capture_ = 0;         // the capture exec_ was instantiated from

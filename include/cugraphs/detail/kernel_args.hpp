@@ -77,18 +77,20 @@ private:
 // where this fails too (the driver entry points need CUDA 12.5 at build time).
 [[nodiscard]] std::optional<std::vector<std::vector<std::byte>>> driver_kernel_args(cudaGraphNode_t node);
 
+// The function (CUfunction) of kernel `func` in the current device's context, for
+// set_exec_kernel_node; null where it cannot be had or the driver path is not built (CUDA
+// before 12.5). Asked in relaxed capture mode; leaves behind no error of its own.
+[[nodiscard]] cudaFunction_t kernel_function(const void* func) noexcept;
+
 // Sets kernel node `node` of `exec` to `p`, as cudaGraphExecKernelNodeSetParams does, for the
-// per-launch node updates: through the driver's cuGraphExecKernelNodeSetParams with the
-// kernel's CUfunction found once (`function`, null until then), which costs the host about
-// half what the runtime's call does (it finds the function anew at every call:
-// tools/diagnostics/node_update_cost.cu); through the runtime's call where the driver's entry
-// point or the function cannot be had.
+// node updates made at every launch and by Graph::set_kernel_args: through the driver's
+// cuGraphExecKernelNodeSetParams with `function` (the kernel's, from kernel_function, kept by
+// the caller), whose extra cost over the launch is about half the runtime call's
+// (tools/diagnostics/node_update_cost.cu); through the runtime's call where `function` is
+// null, `p` passes its arguments through `extra`, or the driver's entry point cannot be had.
+// Where the driver refuses, `function` is forgotten (nulled) and the runtime's call decides.
 [[nodiscard]] cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node, const cudaKernelNodeParams& p,
                                                cudaFunction_t& function) noexcept;
-// The same where no node keeps the function: it is looked up in this thread's small table of
-// the kernels it updated, by kernel and current device (Graph::set_kernel_args).
-[[nodiscard]] cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node,
-                                               const cudaKernelNodeParams& p) noexcept;
 
 }  // namespace cugraphs::detail
 

@@ -177,14 +177,15 @@ public:
     });
   }
 
-  // Sets `target`, a node of `exec`, to `p` (Graph::set_kernel_args); with values as
-  // arguments, through ArgumentSites::set_node_params (nothing changes when it throws).
+  // Sets `target`, a node of `exec`, to `p` (Graph::set_kernel_args; `function`: p's kernel's,
+  // kept by the caller); with values as arguments, through ArgumentSites::set_node_params
+  // (nothing changes when it throws).
   template <class Resolve>
   void set_node_params(cudaGraphExec_t exec, const Resolve& resolve, cudaGraphNode_t target,
-                       const cudaKernelNodeParams& p, std::string_view op) {
+                       const cudaKernelNodeParams& p, cudaFunction_t& function, std::string_view op) {
     if (sites_) {
-      sites_->set_node_params(exec, resolve, target, p, taken_, op);
-    } else if (const cudaError_t e = set_exec_kernel_node(exec, target, p); e != cudaSuccess)
+      sites_->set_node_params(exec, resolve, target, p, function, taken_, op);
+    } else if (const cudaError_t e = set_exec_kernel_node(exec, target, p, function); e != cudaSuccess)
       [[unlikely]] {
       throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
     }

@@ -60,6 +60,9 @@ CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
     std::memcpy(n.args.bytes() + *n.stage, &a, sizeof a);
     check(cudaGraphKernelNodeSetParams(n.node, &n.args.launch()), "{}: cudaGraphKernelNodeSetParams (staging copy)", op);
   }
+  // Each node's kernel function, found now, on the capture's device, for the updates of every
+  // launch (which may come while another device is current).
+  for (PatchedNode& n : patched_) n.function = kernel_function(n.args.launch().func);
   staged_.assign(rec_.leaves, 0);
 }
 

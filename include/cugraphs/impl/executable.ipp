@@ -132,7 +132,12 @@ CUGRAPHS_INLINE UpdateResult Executable::update(Executable& source, const Update
 
 CUGRAPHS_INLINE void Executable::set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node,
     const cudaKernelNodeParams& p, std::string_view op) {
+  DeviceGuard on(device_);  // the kernel's function is found in this graph's device's context
   const cudaGraphNode_t target = exec_node(capture, index, node, op);
+  // p's kernel's function, found once for this executable.
+  auto known = std::ranges::find(functions_, p.func, &std::pair<const void*, cudaFunction_t>::first);
+  if (known == functions_.end()) known = functions_.insert(functions_.end(), {p.func, kernel_function(p.func)});
+  cudaFunction_t& function = known->second;
   if (ring_) {
     // Arguments taken in an earlier capture may hold that capture's per-launch state.
     if (capture != current_capture_)
@@ -140,8 +145,8 @@ CUGRAPHS_INLINE void Executable::set_kernel_params(std::uint64_t capture, std::s
                        "graph now runs a capture applied since by update(); in a graph that draws random numbers "
                        "or stages inputs, that capture's arguments may name per-launch state which is gone. Take "
                        "the node with captured_kernel_node() in the capture applied last");
-    ring_->set_node_params(exec_, resolver(op), target, p, op);
-  } else if (const cudaError_t e = set_exec_kernel_node(exec_, target, p); e != cudaSuccess)
+    ring_->set_node_params(exec_, resolver(op), target, p, function, op);
+  } else if (const cudaError_t e = set_exec_kernel_node(exec_, target, p, function); e != cudaSuccess)
     [[unlikely]] {
     throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
   }
@@ -157,6 +162,7 @@ CUGRAPHS_INLINE void Executable::reset() noexcept {
   graph_.reset();
   identity_.reset();
   identity_nodes_.clear();
+  functions_.clear();
   keep_alive_.clear();  // after the executable: its replays used them
   status_.reset();
   device_launch_ = updatable_nodes_ = handed_out_ = false;

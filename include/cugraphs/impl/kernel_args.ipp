@@ -105,60 +105,59 @@ CUGRAPHS_INLINE std::optional<std::vector<std::vector<std::byte>>> driver_kernel
 #endif
 }
 
+CUGRAPHS_INLINE cudaFunction_t kernel_function(const void* func) noexcept {
+#if CUGRAPHS_CTK_AT_LEAST(12, 5)
+  if (func == nullptr) return nullptr;
+  const bool pending = cudaPeekAtLastError() != cudaSuccess;
+  RelaxedCaptureMode relaxed;  // it may load the kernel's module: no risk to a capture open on this thread
+  cudaFunction_t function = nullptr;
+  if (cudaGetFuncBySymbol(&function, func) != cudaSuccess) {
+    if (!pending) (void)cudaGetLastError();
+    return nullptr;
+  }
+  return function;
+#else
+  (void)func;
+  return nullptr;
+#endif
+}
+
 CUGRAPHS_INLINE cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node,
     const cudaKernelNodeParams& p, cudaFunction_t& function) noexcept {
-  using SetParams = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS*);
+#if CUGRAPHS_CTK_AT_LEAST(12, 5)
+  // Version 12000: the call that takes CUDA_KERNEL_NODE_PARAMS_v2.
+  using SetParams = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2*);
   static const auto set = [] {
     void* fn = nullptr;
     cudaDriverEntryPointQueryResult found{};
+    const bool pending = cudaPeekAtLastError() != cudaSuccess;
     if (cudaGetDriverEntryPointByVersion("cuGraphExecKernelNodeSetParams", &fn, 12000, cudaEnableDefault, &found) !=
             cudaSuccess ||
         found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
+      if (!pending) (void)cudaGetLastError();
       return static_cast<SetParams>(nullptr);
     }
     return reinterpret_cast<SetParams>(fn);
   }();
-  if (function == nullptr && set != nullptr && cudaGetFuncBySymbol(&function, p.func) != cudaSuccess) {
-    (void)cudaGetLastError();
-    function = nullptr;
+  if (set != nullptr && function != nullptr && p.extra == nullptr) {
+    CUDA_KERNEL_NODE_PARAMS_v2 d{};
+    d.func = reinterpret_cast<CUfunction>(function);
+    d.gridDimX = p.gridDim.x;
+    d.gridDimY = p.gridDim.y;
+    d.gridDimZ = p.gridDim.z;
+    d.blockDimX = p.blockDim.x;
+    d.blockDimY = p.blockDim.y;
+    d.blockDimZ = p.blockDim.z;
+    d.sharedMemBytes = p.sharedMemBytes;
+    d.kernelParams = p.kernelParams;
+    if (set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &d) == CUDA_SUCCESS)
+      return cudaSuccess;
+    function = nullptr;  // refused (a function of another context, say): the runtime's call from now on
   }
-  if (set == nullptr || function == nullptr || p.extra != nullptr) return cudaGraphExecKernelNodeSetParams(exec, node, &p);
-  CUDA_KERNEL_NODE_PARAMS d{};
-  d.func = reinterpret_cast<CUfunction>(function);
-  d.gridDimX = p.gridDim.x;
-  d.gridDimY = p.gridDim.y;
-  d.gridDimZ = p.gridDim.z;
-  d.blockDimX = p.blockDim.x;
-  d.blockDimY = p.blockDim.y;
-  d.blockDimZ = p.blockDim.z;
-  d.sharedMemBytes = p.sharedMemBytes;
-  d.kernelParams = p.kernelParams;
-  if (set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &d) == CUDA_SUCCESS)
-    return cudaSuccess;
-  // The driver refused: the runtime's call says why in its own terms (or succeeds).
+#else
+  (void)function;
+#endif
   return cudaGraphExecKernelNodeSetParams(exec, node, &p);
-}
-
-CUGRAPHS_INLINE cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraphNode_t node,
-    const cudaKernelNodeParams& p) noexcept {
-  struct Known {
-    const void* func;
-    int device;
-    cudaFunction_t function;
-  };
-  thread_local std::vector<Known> known;
-  int device = -1;
-  if (cudaGetDevice(&device) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return cudaGraphExecKernelNodeSetParams(exec, node, &p);
-  }
-  for (Known& k : known)
-    if (k.func == p.func && k.device == device) return set_exec_kernel_node(exec, node, p, k.function);
-  cudaFunction_t function = nullptr;
-  const cudaError_t e = set_exec_kernel_node(exec, node, p, function);
-  if (function != nullptr && known.size() < 64) known.push_back({p.func, device, function});
-  return e;
 }
 
 }  // namespace cugraphs::detail
