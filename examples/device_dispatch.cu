@@ -12,6 +12,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -142,29 +143,22 @@ int main() {
       stream.synchronize();
     };
 
-    reset(x);
-    run_device();  // warm-up of every path
-    reset(x);
-    run_table();
-    reset(x);
-    run_host();
-    reset(x);
-    auto t0 = std::chrono::steady_clock::now();
-    run_device();
-    const double device_s = seconds_since(t0);
-    const auto device_rows = x.to_host();
+    // Each way from the same rows: its seconds and the rows it leaves.
+    const auto timed = [&](const auto& run) {
+      reset(x);
+      const auto t0 = std::chrono::steady_clock::now();
+      run();
+      const double s = seconds_since(t0);
+      return std::pair(s, x.to_host());
+    };
+    (void)timed(run_device);  // warm-up of every path
+    (void)timed(run_table);
+    (void)timed(run_host);
+    const auto [device_s, device_rows] = timed(run_device);
     unsigned last_active = 0;
     key.copy_to_host(std::span<unsigned>(&last_active, 1));
-    reset(x);
-    t0 = std::chrono::steady_clock::now();
-    run_table();
-    const double table_s = seconds_since(t0);
-    const auto table_rows = x.to_host();
-    reset(x);
-    t0 = std::chrono::steady_clock::now();
-    run_host();
-    const double host_s = seconds_since(t0);
-    const auto host_rows = x.to_host();
+    const auto [table_s, table_rows] = timed(run_table);
+    const auto [host_s, host_rows] = timed(run_host);
     cugraphs::check(cudaFreeHost(pinned), "cudaFreeHost");
 
     const auto equal = [](const std::vector<float>& a, const std::vector<float>& b) {

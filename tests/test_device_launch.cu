@@ -77,6 +77,13 @@ std::vector<Graph> flagging_buckets(DeviceBuffer<unsigned>& ran, std::size_t cou
   return buckets;
 }
 
+// The buckets' addresses, as DeviceDispatch takes them.
+std::vector<Graph*> pointers_to(std::vector<Graph>& buckets) {
+  std::vector<Graph*> pointers;
+  for (auto& g : buckets) pointers.push_back(&g);
+  return pointers;
+}
+
 void require_all(const DeviceBuffer<float>& x, float v) {
   const auto h = host(x);
   for (std::size_t i = 0; i < h.size(); i += 101) REQUIRE(h[i] == v);
@@ -200,8 +207,7 @@ TEST_CASE("DeviceDispatch: a key written by a kernel picks the smallest bucket t
     std::vector<unsigned> bounds;
     for (std::size_t b = 0; b < count; ++b) bounds.push_back(4u << (2 * b));  // 4, 16, 64, ...
     std::vector<Graph> buckets = flagging_buckets(ran, count);
-    std::vector<Graph*> pointers;
-    for (auto& g : buckets) pointers.push_back(&g);
+    const std::vector<Graph*> pointers = pointers_to(buckets);
     cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
     // (key, the bucket that must run, counted from 1): each bound, and one above each bound.
     std::vector<std::pair<unsigned, unsigned>> cases{{1, 1}};
@@ -228,8 +234,7 @@ TEST_CASE("DeviceDispatch: a key written by a kernel picks the smallest bucket t
                                           " was above the largest bucket bound, " + std::to_string(bounds.back())));
   }
   std::vector<Graph> buckets = flagging_buckets(ran, 3);
-  std::vector<Graph*> pointers;
-  for (auto& g : buckets) pointers.push_back(&g);
+  const std::vector<Graph*> pointers = pointers_to(buckets);
   const auto misuse = expect_error([&] { cugraphs::DeviceDispatch bad(pointers, std::array<unsigned, 3>{4, 4, 8}, key.data()); });
   CHECK(contains(misuse.what(), "ascend strictly"));
 }
@@ -266,8 +271,7 @@ TEST_CASE("DeviceDispatch: the kernel that computes the key dispatches through i
   DeviceBuffer<unsigned> input(1), key(1), ran(1), seen(1);
   const std::array<unsigned, 3> bounds{4, 16, 64};
   std::vector<Graph> buckets = flagging_buckets(ran, bounds.size());
-  std::vector<Graph*> pointers;
-  for (auto& g : buckets) pointers.push_back(&g);
+  const std::vector<Graph*> pointers = pointers_to(buckets);
   cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
   Graph step;
   {
@@ -329,8 +333,7 @@ TEST_CASE("DeviceDispatch: dispatch_now starts the bucket's graph while the laun
   // Each bucket writes its flag 2 ms after it starts: long after the launching graph's end
   // when that graph does not wait for it.
   std::vector<Graph> buckets = flagging_buckets(ran, bounds.size(), 2'000'000);
-  std::vector<Graph*> pointers;
-  for (auto& g : buckets) pointers.push_back(&g);
+  const std::vector<Graph*> pointers = pointers_to(buckets);
   cugraphs::DeviceDispatch dispatch(pointers, bounds, key.data());
   cugraphs::Stream s;
   // Watching from a graph made for device launch; not watching from one, and from a plain graph

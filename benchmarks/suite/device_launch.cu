@@ -92,16 +92,10 @@ void device_launch_section(Report& report, cudaStream_t stream) {
   cugraphs::check(cudaMallocHost(&pinned, sizeof(unsigned)), "cudaMallocHost");
   // The step whose kernel computes the key and dispatches itself, as a tail launch and now.
   cugraphs::Graph deciding, deciding_now, dispatcher_now;
-  {
-    cugraphs::CaptureScope scope(deciding, o);
+  for (const bool now : {false, true}) {
+    cugraphs::CaptureScope scope(now ? deciding_now : deciding, o);
     decide_and_dispatch<<<1, 1, 0, scope.stream()>>>(words.data() + 1, key.data(), stamps.data(), dispatch.table(),
-                                                     false);
-    scope.end();
-  }
-  {
-    cugraphs::CaptureScope scope(deciding_now, o);
-    decide_and_dispatch<<<1, 1, 0, scope.stream()>>>(words.data() + 1, key.data(), stamps.data(), dispatch.table(),
-                                                     true);
+                                                     now);
     scope.end();
   }
   {

@@ -22,6 +22,11 @@ namespace cugraphs::detail {
 // through the runtime's entry-point query, which creates no context.
 [[nodiscard]] bool thread_has_context() noexcept;
 
+// The driver's entry point `name` in its ABI of CUDA `version` (12000 for 12.0), reached
+// through the runtime (no link to libcuda); null where the driver lacks it or CUDA is older
+// than 12.5 at build time. A failed query's error is left for the caller to clear.
+[[nodiscard]] void* driver_entry_point(const char* name, unsigned version) noexcept;
+
 // Makes `device` current for a scope and restores the previous one.
 class DeviceGuard {
 public:

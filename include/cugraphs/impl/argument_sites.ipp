@@ -52,6 +52,9 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
 CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
   if (rec_.sources != nullptr) done_ = add_end_event(g, graph_sinks(g, op), op);
   for (PatchedNode& n : patched_) {
+    // The node's kernel function, found now, on the capture's device, for the updates of every
+    // launch (which may come while another device is current).
+    n.function = kernel_function(n.args.launch().func);
     if (!n.stage) continue;
     StageArgs a;
     std::memcpy(&a, n.args.bytes() + *n.stage, sizeof a);
@@ -60,9 +63,6 @@ CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
     std::memcpy(n.args.bytes() + *n.stage, &a, sizeof a);
     check(cudaGraphKernelNodeSetParams(n.node, &n.args.launch()), "{}: cudaGraphKernelNodeSetParams (staging copy)", op);
   }
-  // Each node's kernel function, found now, on the capture's device, for the updates of every
-  // launch (which may come while another device is current).
-  for (PatchedNode& n : patched_) n.function = kernel_function(n.args.launch().func);
   staged_.assign(rec_.leaves, 0);
 }
 

@@ -26,17 +26,26 @@ CUGRAPHS_INLINE int device_count() noexcept {
   return n;
 }
 
+CUGRAPHS_INLINE void* driver_entry_point(const char* name, unsigned version) noexcept {
+#if CUGRAPHS_CTK_AT_LEAST(12, 5)
+  void* fn = nullptr;
+  cudaDriverEntryPointQueryResult found{};
+  if (cudaGetDriverEntryPointByVersion(name, &fn, version, cudaEnableDefault, &found) != cudaSuccess ||
+      found != cudaDriverEntryPointSuccess)
+    return nullptr;
+  return fn;
+#else
+  (void)name;
+  (void)version;
+  return nullptr;
+#endif
+}
+
 CUGRAPHS_INLINE bool thread_has_context() noexcept {
   using CtxGetCurrent = int (*)(void**);
-  static const CtxGetCurrent get = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion("cuCtxGetCurrent", &fn, 4000, cudaEnableDefault,
-                                         &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      fn = nullptr;
-    }
+  static const auto get = [] {
+    void* fn = driver_entry_point("cuCtxGetCurrent", 4000);
+    if (fn == nullptr) (void)cudaGetLastError();
     return reinterpret_cast<CtxGetCurrent>(fn);
   }();
   void* ctx = nullptr;

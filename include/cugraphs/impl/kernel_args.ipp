@@ -71,14 +71,9 @@ CUGRAPHS_INLINE std::optional<std::vector<std::vector<std::byte>>> driver_kernel
   using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
   using FuncInfo = CUresult (*)(CUfunction, std::size_t, std::size_t*, std::size_t*);
   using KernelInfo = CUresult (*)(CUkernel, std::size_t, std::size_t*, std::size_t*);
-  static const auto entry = [](const char* name) -> void* {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    if (cudaGetDriverEntryPointByVersion(name, &fn, 12040, cudaEnableDefault, &found) != cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      (void)cudaGetLastError();
-      return nullptr;
-    }
+  static const auto entry = [](const char* name) {
+    void* fn = driver_entry_point(name, 12040);
+    if (fn == nullptr) (void)cudaGetLastError();
     return fn;
   };
   static const auto get = reinterpret_cast<GetParams>(entry("cuGraphKernelNodeGetParams"));
@@ -128,15 +123,9 @@ CUGRAPHS_INLINE cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraph
   // Version 12000: the call that takes CUDA_KERNEL_NODE_PARAMS_v2.
   using SetParams = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2*);
   static const auto set = [] {
-    void* fn = nullptr;
-    cudaDriverEntryPointQueryResult found{};
     const bool pending = cudaPeekAtLastError() != cudaSuccess;
-    if (cudaGetDriverEntryPointByVersion("cuGraphExecKernelNodeSetParams", &fn, 12000, cudaEnableDefault, &found) !=
-            cudaSuccess ||
-        found != cudaDriverEntryPointSuccess) {
-      if (!pending) (void)cudaGetLastError();
-      return static_cast<SetParams>(nullptr);
-    }
+    void* fn = driver_entry_point("cuGraphExecKernelNodeSetParams", 12000);
+    if (fn == nullptr && !pending) (void)cudaGetLastError();
     return reinterpret_cast<SetParams>(fn);
   }();
   if (set != nullptr && function != nullptr && p.extra == nullptr) {
