@@ -9,8 +9,11 @@
 #include <curand_kernel.h>
 
 #include <array>
+#include <chrono>
 #include <initializer_list>
 #include <memory>
+#include <optional>
+#include <utility>
 #include <vector>
 
 using namespace cugraphs_test;
@@ -23,6 +26,31 @@ using cugraphs::PhiloxArgs;
 namespace {
 
 constexpr std::size_t kN = 1 << 20;
+
+// The nodes PerLaunch::Advance adds to a graph: the advance kernel, which counts launches
+// where streams can wait for the count, else also the end's event record node.
+unsigned advance_nodes() { return cugraphs::detail::stream_waits() ? 1u : 2u; }
+
+// For a scope, graphs captured under PerLaunch::Advance mark their launches' ends with an
+// event record node (the fallback where cuStreamWaitValue32 cannot be had).
+class WithoutStreamWaits {
+public:
+  WithoutStreamWaits() { cugraphs::detail::set_stream_waits(false); }
+  ~WithoutStreamWaits() { cugraphs::detail::set_stream_waits(true); }
+  WithoutStreamWaits(const WithoutStreamWaits&) = delete;
+  WithoutStreamWaits& operator=(const WithoutStreamWaits&) = delete;
+};
+
+// Runs `body()` with stream waits, then without.
+template <class Body>
+void with_and_without_stream_waits(Body&& body) {
+  for (const bool waits : {true, false}) {
+    INFO("stream waits: " << waits);
+    std::optional<WithoutStreamWaits> fallback;
+    if (!waits) fallback.emplace();
+    body();
+  }
+}
 
 }  // namespace
 
@@ -48,9 +76,13 @@ TEST_CASE("RNG: consecutive replays draw different numbers", "[rng][gpu]") {
 
 TEST_CASE("RNG: eager, replay, replay, eager, replay equals five eager calls bitwise, whichever way replays get "
           "their offsets", "[rng][gpu]") {
-  for (const auto per_launch : {PerLaunch::Parameters, PerLaunch::Ring, PerLaunch::Advance}) {
+  for (const auto& [per_launch, waits] : {std::pair{PerLaunch::Parameters, true}, std::pair{PerLaunch::Ring, true},
+                                          std::pair{PerLaunch::Advance, true}, std::pair{PerLaunch::Advance, false}}) {
     for (const bool explicit_stream : {false, true}) {
-      INFO("explicit stream: " << explicit_stream << ", per launch: " << static_cast<int>(per_launch));
+      INFO("explicit stream: " << explicit_stream << ", per launch: " << static_cast<int>(per_launch)
+                               << ", stream waits: " << waits);
+      std::optional<WithoutStreamWaits> fallback;
+      if (!waits) fallback.emplace();
       cugraphs::Stream stream;
       Generator a(42), b(42);
       DeviceBuffer<float> out(kN, stream), ref(kN, stream);
@@ -63,8 +95,11 @@ TEST_CASE("RNG: eager, replay, replay, eager, replay equals five eager calls bit
         draw(a, out, 3, scope.stream());
       }
       CHECK(g.per_launch() == per_launch);
-      // The ring's head and tail, or the advance kernel and the end's event record node.
-      CHECK(g.node_count() == (per_launch == PerLaunch::Parameters ? 1u : 3u));
+      // The ring's head and tail, or the advance kernel (and without stream waits the end's
+      // event record node).
+      CHECK(g.node_count() == (per_launch == PerLaunch::Parameters ? 1u
+                               : per_launch == PerLaunch::Ring     ? 3u
+                                                                   : 1u + advance_nodes()));
       CHECK(a.offset() == before);  // capture does not advance the generator
       for (const char step : std::string("ERRER")) {
         if (step == 'E') {
@@ -262,7 +297,7 @@ TEST_CASE("RNG: PerLaunch::Auto hands offsets as kernel arguments to up to kAuto
     });
     const bool by_arguments = kernels <= cugraphs::kAutoParameterNodes;
     CHECK(g.per_launch() == (by_arguments ? PerLaunch::Parameters : PerLaunch::Advance));
-    CHECK(g.node_count() == kernels + (by_arguments ? 0u : 2u));
+    CHECK(g.node_count() == kernels + (by_arguments ? 0u : advance_nodes()));
     for (int replay = 0; replay < 3; ++replay) {
       g.replay();
       for (unsigned k = 0; k < kernels; ++k) draw(b, ref[k], 1 + static_cast<int>(k), stream);
@@ -456,39 +491,42 @@ __global__ void accumulate(float* sum, const float* x, std::size_t n) {
 }  // namespace
 
 TEST_CASE("RNG: a graph that advances its offsets, replayed on another stream while its last launch still runs and "
-          "after an eager draw, draws bitwise the eager numbers (the words wait for that launch's end)",
+          "after an eager draw, draws bitwise the eager numbers (the words wait for that launch's end, through the "
+          "device's launch count or the end's event)",
           "[rng][gpu]") {
-  constexpr std::size_t n = 4096;
-  cugraphs::Stream first, second, eager_stream;
-  Generator a(77), b(77);
-  DeviceBuffer<float> slow(n), out(n), sum(n), between(n), ref(n), ref_sum(n);
-  put_all(sum, 0.5f);
-  put_all(ref_sum, 0.5f);
-  Graph g;
-  cugraphs::CaptureOptions opts;
-  opts.per_launch = PerLaunch::Advance;
-  cugraphs::capture(
-      g,
-      [&](cudaStream_t s) {
-        // 20 ms of waiting first: the next replay's words are set while this launch still runs.
-        slow_fill_kernel<<<1, kThreads, 0, s>>>(slow.data(), n, 1.0f, 20'000'000);
-        draw(a, out, 2, s);
-        accumulate<<<blocks_for(n), kThreads, 0, s>>>(sum.data(), out.data(), n);
-      },
-      opts);
-  REQUIRE(g.per_launch() == PerLaunch::Advance);
-  g.replay(first);
-  draw(a, between, 1, eager_stream);  // the generator moves without the graph
-  g.replay(second);                   // its words must wait for the first launch's draw
-  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
-  cugraphs::Stream s;
-  for (const int per_thread : {2, 1, 2}) {  // replay, eager, replay
-    draw(b, ref, per_thread, s);
-    if (per_thread == 2) accumulate<<<blocks_for(n), kThreads, 0, s>>>(ref_sum.data(), ref.data(), n);
-    else REQUIRE(bitwise_equal(between.to_host(s), ref.to_host(s)));
-  }
-  CHECK(bitwise_equal(sum.to_host(s), ref_sum.to_host(s)));
-  CHECK(a.offset() == b.offset());
+  with_and_without_stream_waits([&] {
+    constexpr std::size_t n = 4096;
+    cugraphs::Stream first, second, eager_stream;
+    Generator a(77), b(77);
+    DeviceBuffer<float> slow(n), out(n), sum(n), between(n), ref(n), ref_sum(n);
+    put_all(sum, 0.5f);
+    put_all(ref_sum, 0.5f);
+    Graph g;
+    cugraphs::CaptureOptions opts;
+    opts.per_launch = PerLaunch::Advance;
+    cugraphs::capture(
+        g,
+        [&](cudaStream_t s) {
+          // 20 ms of waiting first: the next replay's words are set while this launch still runs.
+          slow_fill_kernel<<<1, kThreads, 0, s>>>(slow.data(), n, 1.0f, 20'000'000);
+          draw(a, out, 2, s);
+          accumulate<<<blocks_for(n), kThreads, 0, s>>>(sum.data(), out.data(), n);
+        },
+        opts);
+    REQUIRE(g.per_launch() == PerLaunch::Advance);
+    g.replay(first);
+    draw(a, between, 1, eager_stream);  // the generator moves without the graph
+    g.replay(second);                   // its words must wait for the first launch's draw
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    cugraphs::Stream s;
+    for (const int per_thread : {2, 1, 2}) {  // replay, eager, replay
+      draw(b, ref, per_thread, s);
+      if (per_thread == 2) accumulate<<<blocks_for(n), kThreads, 0, s>>>(ref_sum.data(), ref.data(), n);
+      else REQUIRE(bitwise_equal(between.to_host(s), ref.to_host(s)));
+    }
+    CHECK(bitwise_equal(sum.to_host(s), ref_sum.to_host(s)));
+    CHECK(a.offset() == b.offset());
+  });
 }
 
 TEST_CASE("RNG: PerLaunch::Advance on a graphed callable, which stages inputs, is an Error at capture that says why",
@@ -623,4 +661,42 @@ TEST_CASE("RNG: under PerLaunch::Advance the offsets advance after every last ke
   CHECK(a.offset() == b.offset());
   cugraphs::check(cudaEventDestroy(fork), "cudaEventDestroy");
   cugraphs::check(cudaEventDestroy(join), "cudaEventDestroy");
+}
+
+TEST_CASE("RNG: a graph that advances its offsets, destroyed while its launch still runs, waits for that launch "
+          "before its words go (through the device's launch count or the end's event)",
+          "[rng][gpu]") {
+  with_and_without_stream_waits([&] {
+    constexpr std::size_t n = 4096;
+    cugraphs::Stream s;
+    Generator a(19), b(19);
+    DeviceBuffer<float> slow(n, s), out(n, s), ref(n, s);
+    {
+      Graph g;
+      cugraphs::CaptureOptions opts;
+      opts.per_launch = PerLaunch::Advance;
+      cugraphs::capture(
+          g,
+          [&](cudaStream_t cs) {
+            slow_fill_kernel<<<1, kThreads, 0, cs>>>(slow.data(), n, 1.0f, 50'000'000);  // 50 ms
+            draw(a, out, 1, cs);
+          },
+          opts);
+      REQUIRE(g.per_launch() == PerLaunch::Advance);
+      CHECK(g.node_count() == 2u + advance_nodes());
+      g.replay(s);
+      g.replay(s);
+      const auto start = std::chrono::steady_clock::now();
+      // g goes here: its destructor waits until both launches have finished with the words.
+      g.reset();
+      const double waited_ms =
+          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+      CHECK(waited_ms > 60.0);  // most of the two launches' 100 ms
+      CHECK(cudaStreamQuery(s) == cudaSuccess);
+    }
+    draw(b, ref, 1, s);
+    draw(b, ref, 1, s);
+    CHECK(bitwise_equal(out.to_host(s), ref.to_host(s)));
+    CHECK(a.offset() == b.offset());
+  });
 }

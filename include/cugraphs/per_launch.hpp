@@ -7,10 +7,12 @@ namespace cugraphs {
 /// How each launch of a graph gets its fresh values (every Generator's (seed, offset), a
 /// graphed callable's input addresses). Every way gives the same results; they differ in
 /// cost. Advance (graphs that draw and stage nothing): the graph advances its generators'
-/// offsets itself, through one small kernel after its last nodes (and an event record node
-/// that marks a launch's end); the host launches and does nothing more, unless its generators
-/// moved otherwise since the last launch (eager draws, another graph drawing from them,
-/// manual_seed), when one small kernel sets the device's words first. Parameters: before each
+/// offsets itself, through one small kernel after its last nodes, which also counts the
+/// launch done (before CUDA 12.5, an event record node after it marks a launch's end); the
+/// host launches and does nothing more, unless its generators moved otherwise since the last
+/// launch (eager draws, another graph drawing from them, manual_seed), when one small kernel
+/// sets the device's words first (after the last launch's end: about 4 to 6 us of host time
+/// on the H200 machine, so graphs replayed in turn are best given generators of their own). Parameters: before each
 /// launch, the kernel nodes that take such values get this launch's as kernel arguments
 /// (cudaGraphExecKernelNodeSetParams, which leaves launches already queued as they were; a
 /// node whose values did not change, a callable called again with the same inputs, is left as
@@ -35,8 +37,8 @@ enum class PerLaunch { Auto, Parameters, Ring, Advance };
 /// Parameters. Each costs a node update on the host at every launch (0.47 to 0.56 us on the
 /// H200 machine), while the ring's head and tail cost the device about 6 to 7 us a launch
 /// (bench_suite's `rng` sweep, 2026-12-05): up to about 12 node updates the host pays less
-/// than the ring would cost the device. (Advance costs the device less, about 1.5 us on a
-/// one-kernel graph on an H100, 2026-12-05, and the host about one node update's worth.)
+/// than the ring would cost the device. (Advance costs the device less, about 1 to 2 us a
+/// launch in series with the graph's work, and the host about nothing, 2026-12-05.)
 inline constexpr unsigned kAutoParameterNodes = 12;
 
 }  // namespace cugraphs

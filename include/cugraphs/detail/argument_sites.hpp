@@ -32,6 +32,8 @@
 
 namespace cugraphs::detail {
 
+// A new event (timing off), destroyed with its last holder.
+[[nodiscard]] std::shared_ptr<CUevent_st> new_event(std::string_view op);
 // An event that a graph records at the end of every launch, through an event record node
 // added after `after` (the node stands for the launch that queued it; no call of its own). The
 // graph's holder keeps the event as long as the graph that names it.

@@ -27,6 +27,23 @@ namespace cugraphs::detail {
 // than 12.5 at build time. A failed query's error is left for the caller to clear.
 [[nodiscard]] void* driver_entry_point(const char* name, unsigned version) noexcept;
 
+// Queues on `stream` a wait until the 32-bit word at `word` (device memory of the stream's
+// device) has reached `value`, compared cyclically ((int)(*word - value) >= 0, so a count may
+// wrap): the driver's cuStreamWaitValue32, a wait of the stream's front end that holds no SM.
+// cudaErrorNotSupported, leaving no error behind, where it cannot be had (stream_waits() is
+// false); else the call's own error.
+[[nodiscard]] cudaError_t stream_wait_at_least(cudaStream_t stream, const unsigned* word, unsigned value) noexcept;
+
+// Whether stream_wait_at_least can queue waits: CUDA 12.5+ at build time, a driver that has
+// the call, and not switched off by set_stream_waits (tests take the fallbacks that way).
+[[nodiscard]] bool stream_waits() noexcept;
+void set_stream_waits(bool enabled) noexcept;
+
+// Blocks until the word at `word` (device memory of `device`) has reached `value`, through
+// stream_wait_at_least on a stream of its own, in relaxed capture mode (a capture open on this
+// thread goes on), leaving the current device as it was. Returns the first error.
+[[nodiscard]] cudaError_t wait_at_least(int device, const unsigned* word, unsigned value) noexcept;
+
 // Makes `device` current for a scope and restores the previous one.
 class DeviceGuard {
 public:

@@ -127,6 +127,12 @@ __global__ void advance_kernel_impl(AdvanceArgs a) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
 #endif
   for (unsigned i = threadIdx.x; i < a.generators; i += blockDim.x) a.values[2 * i + 1] += a.increments[i];
+  if (a.launches == nullptr) return;
+  // One more launch done, once every offset is written: a stream that waits for the count
+  // then sets the words after these writes.
+  __threadfence();
+  __syncthreads();
+  if (threadIdx.x == 0) *a.launches += 1;
 }
 
 // Before a launch whose generators moved otherwise: every generator's (seed, offset).

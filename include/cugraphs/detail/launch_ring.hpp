@@ -9,12 +9,16 @@
 //   record node after its last nodes (ArgumentSites::ready).
 // - Advanced on the device (a graph that draws and stages nothing): the captured kernels read
 //   the generators' device words; one kernel after the graph's last nodes adds what a launch
-//   draws to each offset, and an event record node after it marks the launch's end. The host
-//   launches and does nothing else while its generators are where the device's words will be;
-//   when they moved otherwise (eager draws, another graph drawing from them, manual_seed), a
-//   small kernel sets the words on the replay's stream first, after the last launch's end
-//   (which may run on another stream: handles do not tell streams apart, since
-//   cudaStreamPerThread names one stream a thread and a destroyed stream's handle comes back).
+//   draws to each offset, then counts the launch done in a device word. The host launches and
+//   does nothing else while its generators are where the device's words will be; when they
+//   moved otherwise (eager draws, another graph drawing from them, manual_seed), a small
+//   kernel sets the words on the replay's stream first, after the last launch's end (which
+//   may run on another stream: handles do not tell streams apart, since cudaStreamPerThread
+//   names one stream a thread and a destroyed stream's handle comes back): the stream first
+//   waits until the count has reached the launches queued (cuStreamWaitValue32; CUDA runs
+//   the launches of one executable in order). Where that wait cannot be had (CUDA before
+//   12.5, stream_waits()), an event record node after the advance kernel marks the end
+//   instead (it costs every launch about 0.45 us of host time).
 // - Through a ring: one head kernel goes before the graph's first nodes and one tail kernel
 //   after its last. The host writes launch k's values in slot k % slots of a pinned HostRing,
 //   publishes the tag k + 1, then launches. The head takes the slot if its tag is there: the
@@ -108,6 +112,7 @@ public:
   struct GraphFacts {
     bool updatable;  // the graph holds device-updatable kernel nodes, which node updates from the host would overwrite
     const std::vector<ConditionalMade>& conditionals;  // the conditional nodes its capture made
+    int device;  // the capture's
   };
   void attach(cudaGraph_t g, cudaStream_t stream, const GraphFacts& facts, std::string_view op);
 
@@ -140,9 +145,14 @@ public:
           go();
         } CUGRAPHS_CATCH_ALL {
           // The set-words kernel may be queued with no launch after it: later waits cover it.
-          if (moved) (void)cudaEventRecord(advance_end_.get(), stream);
+          if (moved) {
+            (void)cudaEventRecord(advance_end_.get(), stream);
+            orphaned_ = true;
+          }
           CUGRAPHS_RETHROW;
         }
+        ++launches_;
+        if (moved) orphaned_ = false;  // this launch came after it: waits for the count cover it
         for (std::size_t i = 0; i < taken_.size(); ++i)
           expected_.emplace_back(taken_[i].first, taken_[i].second + uses_[i].increment);
       });
@@ -194,14 +204,15 @@ public:
   // The event that a graph staging by arguments, or advancing its offsets, records at the end
   // of each launch, through its last node; null otherwise. The graph's holder keeps it.
   [[nodiscard]] std::shared_ptr<void> end_event() const noexcept {
-    return sites_ ? sites_->end_event() : advance_end_;
+    return sites_ ? sites_->end_event() : counted_ ? nullptr : advance_end_;
   }
 
   // Whether launches stage a graphed callable's inputs.
   [[nodiscard]] bool stages() const noexcept { return sources_ != nullptr; }
 
   // Waits until every launch so far has finished: through the ring, until its tail has run;
-  // advancing on the device, until the event the last one records at its end has completed;
+  // advancing on the device, until the device's count has reached the launches queued (or
+  // the event the last one records at its end has completed);
   // with values as arguments, likewise for a graph that stages (one that only draws records
   // none: its launches read nothing that its owner frees).
   void wait_all(std::string_view op) noexcept;
@@ -228,13 +239,14 @@ private:
   // The ring's head before every root node of `g` and its tail after every last one.
   void attach_ring(cudaGraph_t g, std::string_view op);
 
-  // The advance kernel after every last node of `g`, and the end's event record node after it.
+  // The advance kernel after every last node of `g`, counting launches (or, without stream
+  // waits, the end's event record node after it).
   // The edges from plain kernel nodes (neither cooperative nor device-updatable) are
   // programmatic where the advance kernel waits for them (compiled for sm_90+), `g` holds no
   // device-updatable node and CUDA accepts them.
   void attach_advance(cudaGraph_t g, bool updatable, std::string_view op);
   // Sets the generators' words to taken_ on `stream`, after the last launch's end (whatever
-  // stream it ran on).
+  // stream it ran on) and after a set-words kernel queued by a launch that failed.
   void post_words(cudaStream_t stream, std::string_view op);
 
   // Each generator's (seed, offset) for this launch, advancing it by what a launch draws.
@@ -242,6 +254,8 @@ private:
 
   [[nodiscard]] unsigned long long* control() const noexcept { return static_cast<unsigned long long*>(control_.get()); }
   [[nodiscard]] unsigned long long* values() const noexcept { return control() + 2; }
+  // Advancing on the device: the launches finished, counted by the advance kernel (control_[0]).
+  [[nodiscard]] unsigned* launch_count() const noexcept { return reinterpret_cast<unsigned*>(control()); }
   [[nodiscard]] unsigned width() const noexcept { return 1 + 2 * static_cast<unsigned>(uses_.size()) + leaves_; }
 
   std::shared_ptr<void> control_;
@@ -255,7 +269,13 @@ private:
   std::optional<ArgumentSites> sites_;  // values as kernel arguments, when chosen
   // Offsets advanced on the device:
   bool advancing_ = false;
-  std::shared_ptr<CUevent_st> advance_end_;  // recorded by the graph's last node
+  bool counted_ = false;  // the advance kernel counts launches (else the end event is a node of the graph)
+  bool orphaned_ = false;  // a set-words kernel was queued for a launch that failed: advance_end_ follows it
+  unsigned launches_ = 0;  // launches queued (the count they reach, modulo 2^32)
+  int device_ = 0;
+  // Counted: recorded after a set-words kernel whose launch failed. Else recorded by the
+  // graph's last node too.
+  std::shared_ptr<CUevent_st> advance_end_;
   std::vector<std::pair<std::uint64_t, std::uint64_t>> expected_;  // what the words hold for the next launch
   // Values through the ring:
   RingArgs args_{};

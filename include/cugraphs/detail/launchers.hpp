@@ -65,6 +65,7 @@ constexpr unsigned head_threads(const RingArgs& a) noexcept {
 inline constexpr unsigned kMaxGeneratorsPerGraph = 8;  // generators a graph may draw from
 struct AdvanceArgs {
   unsigned long long* values;  // 2 x generators (device): (seed, offset) each
+  unsigned* launches;          // counted once the offsets are written (device); null: not counted
   unsigned generators;
   unsigned long long increments[kMaxGeneratorsPerGraph];  // what one launch draws from each
 };

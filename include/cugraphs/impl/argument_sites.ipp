@@ -187,17 +187,22 @@ CUGRAPHS_INLINE bool ArgumentSites::write_values(PatchedNode& n, Taken taken) no
   return changed;
 }
 
-CUGRAPHS_INLINE std::shared_ptr<CUevent_st> add_end_event(cudaGraph_t g, std::span<const cudaGraphNode_t> after,
-                                                         std::string_view op) {
+CUGRAPHS_INLINE std::shared_ptr<CUevent_st> new_event(std::string_view op) {
   RelaxedCaptureMode relaxed;  // a capture may be open on this thread
   cudaEvent_t e = nullptr;
   check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
-  std::shared_ptr<CUevent_st> event(e, [](cudaEvent_t ev) {
-    RelaxedCaptureMode r;
-    report_in_destructor(cudaEventDestroy(ev), "cudaEventDestroy (per-launch values)");
-  });
+  return {e, [](cudaEvent_t ev) {
+            RelaxedCaptureMode r;
+            report_in_destructor(cudaEventDestroy(ev), "cudaEventDestroy (per-launch values)");
+          }};
+}
+
+CUGRAPHS_INLINE std::shared_ptr<CUevent_st> add_end_event(cudaGraph_t g, std::span<const cudaGraphNode_t> after,
+                                                         std::string_view op) {
+  auto event = new_event(op);
+  RelaxedCaptureMode relaxed;  // a capture may be open on this thread
   cudaGraphNode_t node = nullptr;
-  check(cudaGraphAddEventRecordNode(&node, g, after.data(), after.size(), e),
+  check(cudaGraphAddEventRecordNode(&node, g, after.data(), after.size(), event.get()),
         "{}: cudaGraphAddEventRecordNode (the end of a launch)", op);
   return event;
 }

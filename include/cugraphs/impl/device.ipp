@@ -6,6 +6,8 @@
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/config.hpp>
 
+#include <atomic>
+#include <cstdint>
 #include <utility>
 #include <vector>
 
@@ -39,6 +41,62 @@ CUGRAPHS_INLINE void* driver_entry_point(const char* name, unsigned version) noe
   (void)version;
   return nullptr;
 #endif
+}
+
+// The driver's cuStreamWaitValue32 (null where it cannot be had), and the switch tests use.
+using StreamWaitValue32 = int (*)(void* stream, unsigned long long word, unsigned value, unsigned flags);
+CUGRAPHS_INLINE StreamWaitValue32 stream_wait_value_entry() noexcept {
+  static const auto wait = [] {
+    const bool pending = cudaPeekAtLastError() != cudaSuccess;
+    void* fn = driver_entry_point("cuStreamWaitValue32", 12000);
+    if (fn == nullptr && !pending) (void)cudaGetLastError();
+    return reinterpret_cast<StreamWaitValue32>(fn);
+  }();
+  return wait;
+}
+CUGRAPHS_INLINE std::atomic<bool>& stream_waits_switch() noexcept {
+  static std::atomic<bool> enabled{true};
+  return enabled;
+}
+
+CUGRAPHS_INLINE bool stream_waits() noexcept {
+  return stream_waits_switch().load(std::memory_order_relaxed) && stream_wait_value_entry() != nullptr;
+}
+
+CUGRAPHS_INLINE void set_stream_waits(bool enabled) noexcept {
+  stream_waits_switch().store(enabled, std::memory_order_relaxed);
+}
+
+CUGRAPHS_INLINE cudaError_t stream_wait_at_least(cudaStream_t stream, const unsigned* word, unsigned value) noexcept {
+  if (!stream_waits()) return cudaErrorNotSupported;
+  // The driver reads stream 0 as the legacy default stream: name the one 0 means here.
+  if (stream == nullptr) {
+#if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)
+    stream = cudaStreamPerThread;
+#else
+    stream = cudaStreamLegacy;
+#endif
+  }
+  constexpr unsigned kGeq = 0;  // CU_STREAM_WAIT_VALUE_GEQ
+  const int r = stream_wait_value_entry()(stream, reinterpret_cast<std::uintptr_t>(word), value, kGeq);
+  return r == 0 ? cudaSuccess : static_cast<cudaError_t>(r);  // the driver's codes are the runtime's
+}
+
+CUGRAPHS_INLINE cudaError_t wait_at_least(int device, const unsigned* word, unsigned value) noexcept {
+  RelaxedCaptureMode relaxed;
+  int current = device;
+  cudaError_t e = cudaGetDevice(&current);
+  const bool switched = e == cudaSuccess && current != device;
+  if (switched) e = cudaSetDevice(device);
+  cudaStream_t s = nullptr;
+  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+  if (e == cudaSuccess) {
+    e = stream_wait_at_least(s, word, value);
+    if (e == cudaSuccess) e = cudaStreamSynchronize(s);
+    if (const cudaError_t d = cudaStreamDestroy(s); e == cudaSuccess) e = d;
+  }
+  if (switched) (void)cudaSetDevice(current);
+  return e;
 }
 
 CUGRAPHS_INLINE bool thread_has_context() noexcept {

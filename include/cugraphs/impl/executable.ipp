@@ -22,7 +22,7 @@ CUGRAPHS_INLINE void Executable::hold(Captured&& c, std::uint64_t id, cudaStream
   device_ = device;
   CUGRAPHS_TRY {
     if (c.ring) {
-      c.ring->attach(graph_->graph, stream, {c.updatable_nodes, c.conditionals}, "Graph::capture_end (per-launch values)");
+      c.ring->attach(graph_->graph, stream, {c.updatable_nodes, c.conditionals, device}, "Graph::capture_end (per-launch values)");
       graph_->keep = c.ring->end_event();  // named by the graph's last node: lives as long as the graph
     }
   } CUGRAPHS_CATCH_ALL {

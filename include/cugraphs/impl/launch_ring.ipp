@@ -51,6 +51,7 @@ CUGRAPHS_INLINE void LaunchRing::end_capture() noexcept {
 
 CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, const GraphFacts& facts,
     std::string_view op) {
+  device_ = facts.device;
   {
     // Done before any launch, on whatever stream: the stream is idle, and the wait runs in
     // relaxed mode for a capture that may be open on this thread.
@@ -93,6 +94,13 @@ CUGRAPHS_INLINE void LaunchRing::wait_all(std::string_view op) noexcept {
   if (sites_) {
     sites_->wait(op);
   } else if (advancing_) {
+    if (counted_) {
+      if (const cudaError_t e = wait_at_least(device_, launch_count(), launches_); e != cudaSuccess) {
+        (void)cudaGetLastError();
+        report_in_destructor(e, op);
+      }
+      if (!orphaned_) return;
+    }
     wait_end_event(advance_end_.get(), op);
   } else {
     ring_.wait_all(op);
@@ -159,7 +167,9 @@ CUGRAPHS_INLINE void LaunchRing::attach_ring(cudaGraph_t g, std::string_view op)
 CUGRAPHS_INLINE void LaunchRing::attach_advance(cudaGraph_t g, bool updatable, std::string_view op) {
   const void* kernel = advance_kernel();
   if (kernel == nullptr) throw_needs_nvcc(op, "a graph that draws random numbers");
-  AdvanceArgs args{values(), static_cast<unsigned>(uses_.size()), {}};  // copied into the node
+  // Counting launches where streams can wait for the count; else an event record node.
+  counted_ = stream_waits();
+  AdvanceArgs args{values(), counted_ ? launch_count() : nullptr, static_cast<unsigned>(uses_.size()), {}};
   for (std::size_t i = 0; i < uses_.size(); ++i) args.increments[i] = uses_[i].increment;
   const auto sinks = graph_sinks(g, op);
   void* params[] = {&args};
@@ -179,14 +189,22 @@ CUGRAPHS_INLINE void LaunchRing::attach_advance(cudaGraph_t g, bool updatable, s
   const bool waits = !updatable && kernel_ptx_version(kernel, op) >= 90;
   for (cudaGraphNode_t sink : sinks)
     if (!(waits && plain_kernel_node(sink) && add_programmatic_edge(g, sink, advance))) add_edge(g, sink, advance, op);
-  advance_end_ = add_end_event(g, std::span(&advance, 1), op);
+  advance_end_ = counted_ ? new_event(op) : add_end_event(g, std::span(&advance, 1), op);
   advancing_ = true;
 }
 
 CUGRAPHS_INLINE void LaunchRing::post_words(cudaStream_t stream, std::string_view op) {
   // The last launch may still be reading the words, on this stream or another (an event never
-  // recorded is complete: the first launch waits for nothing).
-  check(cudaStreamWaitEvent(stream, advance_end_.get(), 0), "{}: cudaStreamWaitEvent (the last launch's end)", op);
+  // recorded is complete, a count of 0 reached: the first launch waits for nothing).
+  if (counted_) {
+    if (orphaned_)
+      check(cudaStreamWaitEvent(stream, advance_end_.get(), 0), "{}: cudaStreamWaitEvent (an earlier set-words kernel)",
+            op);
+    check(stream_wait_at_least(stream, launch_count(), launches_), "{}: cuStreamWaitValue32 (the last launch's end)",
+          op);
+  } else {
+    check(cudaStreamWaitEvent(stream, advance_end_.get(), 0), "{}: cudaStreamWaitEvent (the last launch's end)", op);
+  }
   SetWordsArgs a{values(), static_cast<unsigned>(2 * taken_.size()), {}};
   for (std::size_t i = 0; i < taken_.size(); ++i) {
     a.w[2 * i] = taken_[i].first;
