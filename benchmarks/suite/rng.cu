@@ -8,7 +8,10 @@
 // (cudaGraphExecKernelNodeSetParams of every drawing node before each cudaGraphLaunch), which
 // the library's figure should match, and the library advancing the offsets on the device.
 // Last, a graphed callable that both stages 16 inputs and draws, both ways, against f's graph
-// alone.
+// alone. Each way draws from a generator of its own (same seed): the ways are timed in
+// interleaved batches, and a generator that another graph advanced in between would make an
+// Advance replay set its words first (one more kernel on the stream), which a loop replaying
+// one graph never pays.
 #include "suite.hpp"
 
 #include <cugraphs/graph.hpp>
@@ -43,7 +46,7 @@ const char* per_launch_name(cugraphs::PerLaunch p) {
 }
 
 // Graphs of `kernels` small drawing kernels, five ways (see the header).
-void rng_sweep(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
+void rng_sweep(Report& report, cudaStream_t stream) {
   constexpr unsigned n = 1u << 14;  // small kernels: the latency-bound case
   std::printf("\n== RNG sweep: graphs of small drawing kernels, fixed args / ring / args (library) / args (raw) / "
               "advance\n");
@@ -53,23 +56,25 @@ void rng_sweep(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
   for (const int kernels : {1, 10, 100}) {
     cugraphs::DeviceBuffer<float> out(n * static_cast<std::size_t>(kernels));
     cugraphs::Graph fixed, ring, args, params, advance;
-    auto capture_with = [&](cugraphs::Graph& g, bool fresh, cugraphs::PerLaunch per_launch) {
+    cugraphs::Generator ring_gen(1), args_gen(1), advance_gen(1);
+    auto capture_with = [&](cugraphs::Graph& g, cugraphs::Generator* gen, cugraphs::PerLaunch per_launch) {
       cugraphs::CaptureOptions opts;
       opts.per_launch = per_launch;
       cugraphs::capture(
           g,
           [&](cudaStream_t s) {
             for (int k = 0; k < kernels; ++k)
-              uniforms<<<n / 256, 256, 0, s>>>(out.data() + k * std::size_t{n}, n,
-                                               fresh ? gen.philox(4) : cugraphs::PhiloxArgs{1, 4u * k, nullptr});
+              uniforms<<<n / 256, 256, 0, s>>>(
+                  out.data() + k * std::size_t{n}, n,
+                  gen != nullptr ? gen->philox(4) : cugraphs::PhiloxArgs{1, 4u * k, nullptr});
           },
           opts);
     };
-    capture_with(fixed, false, cugraphs::PerLaunch::Auto);
-    capture_with(ring, true, cugraphs::PerLaunch::Ring);
-    capture_with(args, true, cugraphs::PerLaunch::Parameters);
-    capture_with(params, false, cugraphs::PerLaunch::Auto);
-    capture_with(advance, true, cugraphs::PerLaunch::Advance);
+    capture_with(fixed, nullptr, cugraphs::PerLaunch::Auto);
+    capture_with(ring, &ring_gen, cugraphs::PerLaunch::Ring);
+    capture_with(args, &args_gen, cugraphs::PerLaunch::Parameters);
+    capture_with(params, nullptr, cugraphs::PerLaunch::Auto);
+    capture_with(advance, &advance_gen, cugraphs::PerLaunch::Advance);
     cugraphs::check_launch("uniforms");
     // The alternative: before each launch, every drawing node gets this launch's (seed,
     // offset) by value (cudaGraphExecKernelNodeSetParams applies to later launches only).
@@ -193,15 +198,17 @@ void rng_section(Report& report, cudaStream_t stream) {
   cugraphs::StreamGuard on(stream);
   constexpr unsigned n = 1u << 20;
   cugraphs::DeviceBuffer<float> out(n);
-  cugraphs::Generator gen(1);
+  cugraphs::Generator gen(1), ring_gen(1), advance_gen(1);
   cugraphs::Graph with_rng, with_ring, with_advance, without_rng;
-  auto drawing = [&](cudaStream_t s) { uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, gen.philox(1)); };
-  cugraphs::capture(with_rng, drawing);
+  auto drawing = [&](cugraphs::Generator& from) {
+    return [&](cudaStream_t s) { uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, from.philox(1)); };
+  };
+  cugraphs::capture(with_rng, drawing(gen));
   cugraphs::CaptureOptions ring_opts, advance_opts;
   ring_opts.per_launch = cugraphs::PerLaunch::Ring;
   advance_opts.per_launch = cugraphs::PerLaunch::Advance;
-  cugraphs::capture(with_ring, drawing, ring_opts);
-  cugraphs::capture(with_advance, drawing, advance_opts);
+  cugraphs::capture(with_ring, drawing(ring_gen), ring_opts);
+  cugraphs::capture(with_advance, drawing(advance_gen), advance_opts);
   cugraphs::capture(without_rng, [&](cudaStream_t s) {
     uniforms<<<n / 256, 256, 0, s>>>(out.data(), n, cugraphs::PhiloxArgs{1, 0, nullptr});
   });
@@ -251,7 +258,7 @@ void rng_section(Report& report, cudaStream_t stream) {
     sec["per_launch"] = per_launch_name(with_rng.per_launch());
     sec["uncovered_batches"] = timer.uncovered();
   }
-  rng_sweep(report, stream, gen);
+  rng_sweep(report, stream);
   rng_staged(report, stream, gen);
 }
 

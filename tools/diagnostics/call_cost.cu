@@ -8,7 +8,12 @@
 //                   then cudaGraphLaunch
 //   set+launch+event  all three: what a call cost CUDA until the event became a node of the
 //                   graph (now set+launch is)
+//   dset+launch     the driver's cuGraphExecKernelNodeSetParams (the kernel's CUfunction found
+//                   once), then cudaGraphLaunch: what the library's node update calls now
+//   dset+launch+node  the same on the graph with an event record node at its end (how a
+//                   staging graph marks a launch's end): what the call asks of CUDA now
 //   call            GraphedCallable::operator() with 16 inputs (cugraphs, header-only)
+//   call/same       the same with the same inputs at every call (no node update)
 // each in batches of 16 calls queued behind a kernel that spins on the GPU timer (so that
 // no call waits for the device), median of 40 batches, microseconds a call. With "idle" as
 // the argument the spin kernel is left out: the calls then run as they are queued.
@@ -16,11 +21,12 @@
 // a graph [20 ms spin, event record node] is launched, and the event is queried at once and
 // waited for (if the launch counts as the record, the query says "not ready" and the wait
 // takes the spin's time; a launch could then tell its end without a cudaEventRecord).
-//   nvcc -std=c++20 -O2 -arch=sm_90 -Iinclude tools/diagnostics/call_cost.cu -o call_cost
+//   nvcc -std=c++20 -O2 -arch=sm_90 -Iinclude tools/diagnostics/call_cost.cu -lcuda -o call_cost
 #include "staging_kernels.cuh"
 
 #include <cugraphs/graph.hpp>
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -60,18 +66,28 @@ int main(int argc, char** argv) {
   Sources first{};
   for (int k = 0; k < kInputs; ++k) first.p[k] = inputs[k];
 
-  // The raw graph: the staging copy, then the sum.
-  cudaGraph_t g = nullptr;
-  check(cudaStreamBeginCapture(s, cudaStreamCaptureModeThreadLocal), "cudaStreamBeginCapture");
-  stage<<<(kInputs * kFloats + 255) / 256, 256, 0, s>>>(first, staged);
-  sum_staged<<<(kFloats + 255) / 256, 256, 0, s>>>(staged, out);
-  check(cudaStreamEndCapture(s, &g), "cudaStreamEndCapture");
-  cudaGraphExec_t exec = nullptr;
-  check(cudaGraphInstantiate(&exec, g, 0), "cudaGraphInstantiate");
-  cudaKernelNodeParams params{};
+  // The raw graph: the staging copy, then the sum; and the same with an event record node at
+  // its end.
+  cudaEvent_t end = nullptr;
+  check(cudaEventCreateWithFlags(&end, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  const auto capture_staging = [&](cudaEvent_t end_event, cudaGraph_t* graph) {
+    return diag::capture(s, [&] {
+      stage<<<(kInputs * kFloats + 255) / 256, 256, 0, s>>>(first, staged);
+      sum_staged<<<(kFloats + 255) / 256, 256, 0, s>>>(staged, out);
+      if (end_event != nullptr)
+        check(cudaEventRecordWithFlags(end_event, s, cudaEventRecordExternal), "cudaEventRecordWithFlags (a node)");
+    }, graph);
+  };
+  cudaGraph_t g = nullptr, gn = nullptr;
+  cudaGraphExec_t exec = capture_staging(nullptr, &g);
+  cudaGraphExec_t exec_node = capture_staging(end, &gn);
+  cudaKernelNodeParams params{}, params_node{};
   const cudaGraphNode_t stage_node = find_stage_node(g, &params);
+  const cudaGraphNode_t stage_node_n = find_stage_node(gn, &params_node);
   cudaEvent_t done = nullptr;
   check(cudaEventCreateWithFlags(&done, cudaEventDisableTiming), "cudaEventCreateWithFlags");
+  cudaFunction_t stage_fn = nullptr;
+  check(cudaGetFuncBySymbol(&stage_fn, reinterpret_cast<const void*>(&stage)), "cudaGetFuncBySymbol");
 
   // The same computation as a GraphedCallable (16 inputs of 4 KiB).
   using In = cugraphs::DeviceSpan<const float>;
@@ -95,6 +111,16 @@ int main(int argc, char** argv) {
     params.kernelParams = args;
     check(cudaGraphExecKernelNodeSetParams(exec, stage_node, &params), "cudaGraphExecKernelNodeSetParams");
   };
+  const auto dset = [&](cudaGraphExec_t e, cudaGraphNode_t n) {
+    const int base = (turn++ % 2) * kInputs;
+    for (int k = 0; k < kInputs; ++k) next.p[k] = inputs[base + k];
+    cudaKernelNodeParams with = params;
+    with.kernelParams = args;
+    const CUDA_KERNEL_NODE_PARAMS d = diag::driver_params(with, stage_fn);
+    diag::check_driver(
+        cuGraphExecKernelNodeSetParams(reinterpret_cast<CUgraphExec>(e), reinterpret_cast<CUgraphNode>(n), &d),
+        "cuGraphExecKernelNodeSetParams");
+  };
   const auto launch = [&] { check(cudaGraphLaunch(exec, s), "cudaGraphLaunch"); };
   const auto record = [&] { check(cudaEventRecord(done, s), "cudaEventRecord"); };
   const std::vector<std::pair<const char*, std::function<void()>>> ways = {
@@ -102,7 +128,11 @@ int main(int argc, char** argv) {
       {"launch+event", [&] { launch(), record(); }},
       {"set+launch", [&] { set(), launch(); }},
       {"set+launch+event", [&] { set(), launch(), record(); }},
+      {"dset+launch", [&] { dset(exec, stage_node), launch(); }},
+      {"dset+launch+node",
+       [&] { dset(exec_node, stage_node_n), check(cudaGraphLaunch(exec_node, s), "cudaGraphLaunch"); }},
       {"call", [&] { (void)callable(s, sets[turn++ % 2]); }},
+      {"call/same", [&] { (void)callable(s, sets[0]); }},
   };
   constexpr int kBatch = 16, kRounds = 40;
   std::vector<std::vector<double>> us(ways.size());
@@ -154,6 +184,9 @@ int main(int argc, char** argv) {
               at_once == cudaErrorNotReady && waited_ms > 10.0 ? "the launch counts as the record"
                                                                : "the launch does not count as the record");
   check(cudaEventDestroy(done), "cudaEventDestroy");
+  check(cudaGraphExecDestroy(exec_node), "cudaGraphExecDestroy");
+  check(cudaGraphDestroy(gn), "cudaGraphDestroy");
+  check(cudaEventDestroy(end), "cudaEventDestroy");
   check(cudaGraphExecDestroy(exec), "cudaGraphExecDestroy");
   check(cudaGraphDestroy(g), "cudaGraphDestroy");
   for (float* p : inputs) check(cudaFree(p), "cudaFree");

@@ -1,12 +1,14 @@
 // What the launch-cost diagnostics share (slot_read_cost.cu, write_value_cost.cu,
-// rng_advance_cost.cu, and through staging_kernels.cuh call_cost.cu): a checked CUDA call, a
-// kernel that spins on the GPU timer, a capture into an executable, and the two figures each
+// rng_advance_cost.cu, and through staging_kernels.cuh call_cost.cu): a checked CUDA call
+// (runtime or driver), a kernel node's parameters in the driver's form, a programmatic launch,
+// a kernel that spins on the GPU timer, a capture into an executable, and the two figures each
 // way of launching is judged by: the host's cost a call (batches of 16 calls queued behind a
 // 200 us spin, so that no call waits for the device; median of 40 batches) and the time to
 // completion (one call, then synchronize; median of 200). For one translation unit per
 // program (the kernel is not inline).
 #pragma once
 
+#include <cuda.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
@@ -21,6 +23,45 @@ inline void check(cudaError_t e, const char* what) {
   if (e == cudaSuccess) return;
   std::printf("%s: %s\n", what, cudaGetErrorString(e));
   std::exit(1);
+}
+
+// A driver call's result (programs that make driver calls link -lcuda).
+inline void check_driver(CUresult r, const char* what) {
+  if (r == CUDA_SUCCESS) return;
+  const char* name = nullptr;
+  (void)cuGetErrorName(r, &name);
+  std::printf("%s: %s\n", what, name != nullptr ? name : "unknown error");
+  std::exit(1);
+}
+
+// `p` (a kernel node's runtime parameters, `function` its kernel's) in the driver's form.
+inline CUDA_KERNEL_NODE_PARAMS driver_params(const cudaKernelNodeParams& p, cudaFunction_t function) {
+  CUDA_KERNEL_NODE_PARAMS d{};
+  d.func = reinterpret_cast<CUfunction>(function);
+  d.gridDimX = p.gridDim.x;
+  d.gridDimY = p.gridDim.y;
+  d.gridDimZ = p.gridDim.z;
+  d.blockDimX = p.blockDim.x;
+  d.blockDimY = p.blockDim.y;
+  d.blockDimZ = p.blockDim.z;
+  d.sharedMemBytes = p.sharedMemBytes;
+  d.kernelParams = p.kernelParams;
+  return d;
+}
+
+// Launches `kernel` on `s` with a programmatic dependency on the work before it.
+template <class... P, class... A>
+void launch_programmatic(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t s, A... args) {
+  cudaLaunchConfig_t config{};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.stream = s;
+  cudaLaunchAttribute attribute{};
+  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute.val.programmaticStreamSerializationAllowed = 1;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  check(cudaLaunchKernelEx(&config, kernel, static_cast<P>(args)...), "cudaLaunchKernelEx (programmatic)");
 }
 
 __global__ void spin(unsigned long long ns) {

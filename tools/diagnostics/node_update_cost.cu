@@ -22,6 +22,7 @@ namespace {
 
 using diag::capture;
 using diag::check;
+using diag::check_driver;
 using diag::draw_args;
 using diag::kBlocks;
 using diag::kIncrement;
@@ -29,14 +30,6 @@ using diag::kThreads;
 using diag::measure;
 
 constexpr const char* kProgram = "node_update_cost";
-
-void check_driver(CUresult r, const char* what) {
-  if (r == CUDA_SUCCESS) return;
-  const char* name = nullptr;
-  (void)cuGetErrorName(r, &name);
-  std::printf("%s: %s\n", what, name != nullptr ? name : "unknown error");
-  std::exit(1);
-}
 
 }  // namespace
 
@@ -100,16 +93,9 @@ int main() {
     check(cudaGraphExecNodeSetParams(exec, node, &p), "cudaGraphExecNodeSetParams");
   });
   way("driver", [&] {
-    CUDA_KERNEL_NODE_PARAMS p{};
-    p.func = reinterpret_cast<CUfunction>(function);
-    p.gridDimX = params.gridDim.x;
-    p.gridDimY = params.gridDim.y;
-    p.gridDimZ = params.gridDim.z;
-    p.blockDimX = params.blockDim.x;
-    p.blockDimY = params.blockDim.y;
-    p.blockDimZ = params.blockDim.z;
-    p.sharedMemBytes = params.sharedMemBytes;
-    p.kernelParams = pointers;
+    cudaKernelNodeParams with = params;
+    with.kernelParams = pointers;
+    const CUDA_KERNEL_NODE_PARAMS p = diag::driver_params(with, function);
     check_driver(cuGraphExecKernelNodeSetParams(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &p),
                  "cuGraphExecKernelNodeSetParams");
   });

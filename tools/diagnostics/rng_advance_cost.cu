@@ -42,6 +42,7 @@ using diag::draw_words;
 using diag::kBlocks;
 using diag::kIncrement;
 using diag::kThreads;
+using diag::launch_programmatic;
 using diag::measure;
 
 constexpr const char* kProgram = "rng_advance_cost";
@@ -68,21 +69,6 @@ __global__ void advance_first(unsigned long long* words, unsigned long long incr
 __global__ void draw_words_waiting(const unsigned long long* words, unsigned long long* out) {
   asm volatile("griddepcontrol.wait;" ::: "memory");
   draw_at(words[0], words[1], out);
-}
-
-// Launches `kernel` on `s` with a programmatic dependency on the work before it.
-template <class... P, class... A>
-void launch_programmatic(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t s, A... args) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = grid;
-  config.blockDim = block;
-  config.stream = s;
-  cudaLaunchAttribute attribute{};
-  attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
-  attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  check(cudaLaunchKernelEx(&config, kernel, static_cast<P>(args)...), "cudaLaunchKernelEx (programmatic)");
 }
 
 }  // namespace
