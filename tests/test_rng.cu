@@ -700,3 +700,57 @@ TEST_CASE("RNG: a graph that advances its offsets, destroyed while its launch st
     CHECK(a.offset() == b.offset());
   });
 }
+
+namespace {
+// Spins for `ns`, then counts one in *word.
+__global__ void bump_after(unsigned* word, unsigned long long ns) {
+  spin_ns(ns);
+  *word += 1;
+}
+__global__ void copy_word(unsigned* dst, const unsigned* src) { *dst = *src; }
+}  // namespace
+
+TEST_CASE("RNG: the waits behind PerLaunch::Advance's launch count: a stream waits until a word a kernel writes on "
+          "another stream reaches a value, the host until it has, and a count that wrapped still counts as reached",
+          "[rng][gpu]") {
+  cugraphs::Stream worker, waiter;
+  DeviceBuffer<unsigned> word(1), seen(1);
+  cugraphs::check(cudaMemset(word.data(), 0, sizeof(unsigned)), "cudaMemset");
+  cugraphs::check(cudaMemset(seen.data(), 0, sizeof(unsigned)), "cudaMemset");
+#if CUGRAPHS_CTK_AT_LEAST(12, 5)
+  // Built with CUDA 12.5+ for a driver that has cuStreamWaitValue32: Advance counts launches.
+  REQUIRE(cugraphs::detail::stream_waits());
+#endif
+  if (!cugraphs::detail::stream_waits()) {
+    CHECK(cugraphs::detail::stream_wait_at_least(waiter, word.data(), 1) == cudaErrorNotSupported);
+    return;
+  }
+  const int device = cugraphs::detail::current_device();
+  const auto ms_since = [](std::chrono::steady_clock::time_point t0) {
+    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+  };
+  bump_after<<<1, 1, 0, worker>>>(word.data(), 50'000'000);  // 50 ms, then the word is 1
+  cugraphs::check_launch("bump_after");
+  auto t0 = std::chrono::steady_clock::now();
+  REQUIRE(cugraphs::detail::wait_at_least(device, word.data(), 0) == cudaSuccess);  // reached already
+  CHECK(ms_since(t0) < 25.0);
+  CHECK(cudaStreamQuery(worker) == cudaErrorNotReady);
+  // A kernel queued after the stream's wait reads the word once the other stream's kernel wrote it.
+  REQUIRE(cugraphs::detail::stream_wait_at_least(waiter, word.data(), 1) == cudaSuccess);
+  copy_word<<<1, 1, 0, waiter>>>(seen.data(), word.data());
+  cugraphs::check_launch("copy_word");
+  t0 = std::chrono::steady_clock::now();
+  REQUIRE(cugraphs::detail::wait_at_least(device, word.data(), 1) == cudaSuccess);
+  CHECK(ms_since(t0) > 30.0);
+  REQUIRE(cudaStreamSynchronize(waiter) == cudaSuccess);
+  unsigned got = 0;
+  REQUIRE(cudaMemcpy(&got, seen.data(), sizeof got, cudaMemcpyDeviceToHost) == cudaSuccess);
+  CHECK(got == 1u);
+  // Compared cyclically: 2 has reached 2^32 - 1 (the count went past 2^32).
+  const unsigned wrapped = 2;
+  REQUIRE(cudaMemcpy(word.data(), &wrapped, sizeof wrapped, cudaMemcpyHostToDevice) == cudaSuccess);
+  t0 = std::chrono::steady_clock::now();
+  REQUIRE(cugraphs::detail::wait_at_least(device, word.data(), 0xFFFFFFFFu) == cudaSuccess);
+  CHECK(ms_since(t0) < 25.0);
+  REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+}

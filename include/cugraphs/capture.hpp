@@ -167,7 +167,8 @@ public:
   /// How many nodes the captured graph has at its top level (a conditional node counts one;
   /// the per-launch ring's head and tail count too, and so do the event record node that
   /// marks the end of a launch of a graph that stages by arguments and the advance kernel of a
-  /// graph that advances its offsets, with its event record node before CUDA 12.5); 0 when
+  /// graph that advances its offsets, with an event record node where streams cannot wait for its
+  /// launch count: CUDA before 12.5, or a driver without cuStreamWaitValue32); 0 when
   /// nothing is captured.
   [[nodiscard]] std::size_t node_count() const;
   [[nodiscard]] CaptureMode mode() const noexcept { return mode_; }

@@ -8,7 +8,8 @@ namespace cugraphs {
 /// graphed callable's input addresses). Every way gives the same results; they differ in
 /// cost. Advance (graphs that draw and stage nothing): the graph advances its generators'
 /// offsets itself, through one small kernel after its last nodes, which also counts the
-/// launch done (before CUDA 12.5, an event record node after it marks a launch's end); the
+/// launch done (where streams cannot wait for that count, CUDA before 12.5 or a driver without
+/// cuStreamWaitValue32, an event record node after it marks a launch's end); the
 /// host launches and does nothing more, unless its generators moved otherwise since the last
 /// launch (eager draws, another graph drawing from them, manual_seed), when one small kernel
 /// sets the device's words first (after the last launch's end: about 4 to 6 us of host time
@@ -30,7 +31,9 @@ namespace cugraphs {
 /// cugraphs (cudaGraphLaunch of native_exec()) gets no fresh values from the host: under
 /// Parameters and Ring it repeats the last launch's numbers; under Advance it draws the next
 /// ones, which the generator does not count (later replays run one launch ahead of it until
-/// manual_seed): launch such graphs through Graph::replay.
+/// manual_seed), and counts a launch the host does not know of, so that a later replay whose
+/// generator moved may set the words before the replay before it has read them: launch such
+/// graphs through Graph::replay.
 enum class PerLaunch { Auto, Parameters, Ring, Advance };
 
 /// The most kernel nodes taking per-launch values for which PerLaunch::Auto chooses

@@ -30,12 +30,13 @@ namespace cugraphs::detail {
 // Queues on `stream` a wait until the 32-bit word at `word` (device memory of the stream's
 // device) has reached `value`, compared cyclically ((int)(*word - value) >= 0, so a count may
 // wrap): the driver's cuStreamWaitValue32, a wait of the stream's front end that holds no SM.
-// cudaErrorNotSupported, leaving no error behind, where it cannot be had (stream_waits() is
-// false); else the call's own error.
+// cudaErrorNotSupported, leaving no error behind, where it cannot be had (CUDA before 12.5 at
+// build time, a driver without it); else the call's own error.
 [[nodiscard]] cudaError_t stream_wait_at_least(cudaStream_t stream, const unsigned* word, unsigned value) noexcept;
 
-// Whether stream_wait_at_least can queue waits: CUDA 12.5+ at build time, a driver that has
-// the call, and not switched off by set_stream_waits (tests take the fallbacks that way).
+// Whether new graphs should rely on stream_wait_at_least: CUDA 12.5+ at build time, a driver
+// that has the call, and not switched off by set_stream_waits (tests take the fallbacks that
+// way; graphs made before a switch keep what they chose).
 [[nodiscard]] bool stream_waits() noexcept;
 void set_stream_waits(bool enabled) noexcept;
 

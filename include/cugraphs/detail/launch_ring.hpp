@@ -17,8 +17,10 @@
 //   names one stream a thread and a destroyed stream's handle comes back): the stream first
 //   waits until the count has reached the launches queued (cuStreamWaitValue32; CUDA runs
 //   the launches of one executable in order). Where that wait cannot be had (CUDA before
-//   12.5, stream_waits()), an event record node after the advance kernel marks the end
-//   instead (it costs every launch about 0.45 us of host time).
+//   12.5 at build time, a driver without it: stream_waits()), an event record node after the
+//   advance kernel marks the end instead (it costs every launch 0.2 to 0.5 us of host time). A
+//   launch of the executable outside cugraphs counts too, which the host does not know of:
+//   later waits then end early by as many launches (launch such graphs through replay()).
 // - Through a ring: one head kernel goes before the graph's first nodes and one tail kernel
 //   after its last. The host writes launch k's values in slot k % slots of a pinned HostRing,
 //   publishes the tag k + 1, then launches. The head takes the slot if its tag is there: the
@@ -146,8 +148,10 @@ public:
         } CUGRAPHS_CATCH_ALL {
           // The set-words kernel may be queued with no launch after it: later waits cover it.
           if (moved) {
-            (void)cudaEventRecord(advance_end_.get(), stream);
-            orphaned_ = true;
+            if (cudaEventRecord(advance_end_.get(), stream) == cudaSuccess)
+              orphaned_ = true;
+            else
+              (void)cudaGetLastError();  // the launch's own error is the one thrown
           }
           CUGRAPHS_RETHROW;
         }

@@ -68,7 +68,8 @@ CUGRAPHS_INLINE void set_stream_waits(bool enabled) noexcept {
 }
 
 CUGRAPHS_INLINE cudaError_t stream_wait_at_least(cudaStream_t stream, const unsigned* word, unsigned value) noexcept {
-  if (!stream_waits()) return cudaErrorNotSupported;
+  // Not the switch: a graph that chose the count when it was captured keeps waiting for it.
+  if (stream_wait_value_entry() == nullptr) return cudaErrorNotSupported;
   // The driver reads stream 0 as the legacy default stream: name the one 0 means here.
   if (stream == nullptr) {
 #if defined(CUDA_API_PER_THREAD_DEFAULT_STREAM)

@@ -95,9 +95,16 @@ CUGRAPHS_INLINE void LaunchRing::wait_all(std::string_view op) noexcept {
     sites_->wait(op);
   } else if (advancing_) {
     if (counted_) {
+      // Nothing launched (a capture's ring taken over by Graph::update): nothing to wait for.
+      // (A count back at 0 after 2^32 launches also skips the wait; freeing the words waits.)
+      if (launches_ == 0 && !orphaned_) return;
       if (const cudaError_t e = wait_at_least(device_, launch_count(), launches_); e != cudaSuccess) {
         (void)cudaGetLastError();
-        report_in_destructor(e, op);
+        // Unless the context is lost, the whole device's work covers the launches.
+        if (const cudaError_t d = synchronize_device(device_); d != cudaSuccess) {
+          (void)cudaGetLastError();
+          report_in_destructor(e, op);
+        }
       }
       if (!orphaned_) return;
     }
