@@ -689,9 +689,7 @@ TEST_CASE("RNG: a graph that advances its offsets, destroyed while its launch st
       const auto start = std::chrono::steady_clock::now();
       // g goes here: its destructor waits until both launches have finished with the words.
       g.reset();
-      const double waited_ms =
-          std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-      CHECK(waited_ms > 60.0);  // most of the two launches' 100 ms
+      CHECK(seconds_since(start) > 0.060);  // most of the two launches' 100 ms
       CHECK(cudaStreamQuery(s) == cudaSuccess);
     }
     draw(b, ref, 1, s);
@@ -726,14 +724,11 @@ TEST_CASE("RNG: the waits behind PerLaunch::Advance's launch count: a stream wai
     return;
   }
   const int device = cugraphs::detail::current_device();
-  const auto ms_since = [](std::chrono::steady_clock::time_point t0) {
-    return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-  };
   bump_after<<<1, 1, 0, worker>>>(word.data(), 50'000'000);  // 50 ms, then the word is 1
   cugraphs::check_launch("bump_after");
   auto t0 = std::chrono::steady_clock::now();
   REQUIRE(cugraphs::detail::wait_at_least(device, word.data(), 0) == cudaSuccess);  // reached already
-  CHECK(ms_since(t0) < 25.0);
+  CHECK(seconds_since(t0) < 0.025);
   CHECK(cudaStreamQuery(worker) == cudaErrorNotReady);
   // A kernel queued after the stream's wait reads the word once the other stream's kernel wrote it.
   REQUIRE(cugraphs::detail::stream_wait_at_least(waiter, word.data(), 1) == cudaSuccess);
@@ -741,7 +736,7 @@ TEST_CASE("RNG: the waits behind PerLaunch::Advance's launch count: a stream wai
   cugraphs::check_launch("copy_word");
   t0 = std::chrono::steady_clock::now();
   REQUIRE(cugraphs::detail::wait_at_least(device, word.data(), 1) == cudaSuccess);
-  CHECK(ms_since(t0) > 30.0);
+  CHECK(seconds_since(t0) > 0.030);
   REQUIRE(cudaStreamSynchronize(waiter) == cudaSuccess);
   unsigned got = 0;
   REQUIRE(cudaMemcpy(&got, seen.data(), sizeof got, cudaMemcpyDeviceToHost) == cudaSuccess);
@@ -751,6 +746,6 @@ TEST_CASE("RNG: the waits behind PerLaunch::Advance's launch count: a stream wai
   REQUIRE(cudaMemcpy(word.data(), &wrapped, sizeof wrapped, cudaMemcpyHostToDevice) == cudaSuccess);
   t0 = std::chrono::steady_clock::now();
   REQUIRE(cugraphs::detail::wait_at_least(device, word.data(), 0xFFFFFFFFu) == cudaSuccess);
-  CHECK(ms_since(t0) < 25.0);
+  CHECK(seconds_since(t0) < 0.025);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
 }

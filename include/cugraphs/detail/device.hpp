@@ -26,6 +26,8 @@ namespace cugraphs::detail {
 // through the runtime (no link to libcuda); null where the driver lacks it or CUDA is older
 // than 12.5 at build time. A failed query's error is left for the caller to clear.
 [[nodiscard]] void* driver_entry_point(const char* name, unsigned version) noexcept;
+// The same, leaving behind no error of its own (an error pending before stays pending).
+[[nodiscard]] void* quiet_driver_entry_point(const char* name, unsigned version) noexcept;
 
 // Queues on `stream` a wait until the 32-bit word at `word` (device memory of the stream's
 // device) has reached `value`, compared cyclically ((int)(*word - value) >= 0, so a count may

@@ -43,15 +43,17 @@ CUGRAPHS_INLINE void* driver_entry_point(const char* name, unsigned version) noe
 #endif
 }
 
+CUGRAPHS_INLINE void* quiet_driver_entry_point(const char* name, unsigned version) noexcept {
+  const bool pending = cudaPeekAtLastError() != cudaSuccess;
+  void* fn = driver_entry_point(name, version);
+  if (fn == nullptr && !pending) (void)cudaGetLastError();
+  return fn;
+}
+
 // The driver's cuStreamWaitValue32 (null where it cannot be had), and the switch tests use.
 using StreamWaitValue32 = int (*)(void* stream, unsigned long long word, unsigned value, unsigned flags);
 CUGRAPHS_INLINE StreamWaitValue32 stream_wait_value_entry() noexcept {
-  static const auto wait = [] {
-    const bool pending = cudaPeekAtLastError() != cudaSuccess;
-    void* fn = driver_entry_point("cuStreamWaitValue32", 12000);
-    if (fn == nullptr && !pending) (void)cudaGetLastError();
-    return reinterpret_cast<StreamWaitValue32>(fn);
-  }();
+  static const auto wait = reinterpret_cast<StreamWaitValue32>(quiet_driver_entry_point("cuStreamWaitValue32", 12000));
   return wait;
 }
 CUGRAPHS_INLINE std::atomic<bool>& stream_waits_switch() noexcept {
@@ -83,21 +85,30 @@ CUGRAPHS_INLINE cudaError_t stream_wait_at_least(cudaStream_t stream, const unsi
   return r == 0 ? cudaSuccess : static_cast<cudaError_t>(r);  // the driver's codes are the runtime's
 }
 
-CUGRAPHS_INLINE cudaError_t wait_at_least(int device, const unsigned* word, unsigned value) noexcept {
+// Runs `work()` (returning a cudaError_t) with `device` current, in relaxed capture mode,
+// leaving the current device as it was; the first error.
+template <class Work>
+cudaError_t on_device_relaxed(int device, Work&& work) noexcept {
   RelaxedCaptureMode relaxed;
   int current = device;
   cudaError_t e = cudaGetDevice(&current);
   const bool switched = e == cudaSuccess && current != device;
   if (switched) e = cudaSetDevice(device);
-  cudaStream_t s = nullptr;
-  if (e == cudaSuccess) e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
-  if (e == cudaSuccess) {
+  if (e == cudaSuccess) e = work();
+  if (switched) (void)cudaSetDevice(current);
+  return e;
+}
+
+CUGRAPHS_INLINE cudaError_t wait_at_least(int device, const unsigned* word, unsigned value) noexcept {
+  return on_device_relaxed(device, [&] {
+    cudaStream_t s = nullptr;
+    cudaError_t e = cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking);
+    if (e != cudaSuccess) return e;
     e = stream_wait_at_least(s, word, value);
     if (e == cudaSuccess) e = cudaStreamSynchronize(s);
     if (const cudaError_t d = cudaStreamDestroy(s); e == cudaSuccess) e = d;
-  }
-  if (switched) (void)cudaSetDevice(current);
-  return e;
+    return e;
+  });
 }
 
 CUGRAPHS_INLINE bool thread_has_context() noexcept {
@@ -128,14 +139,7 @@ CUGRAPHS_INLINE int stream_device(cudaStream_t stream, std::string_view op) {
 }
 
 CUGRAPHS_INLINE cudaError_t synchronize_device(int device) noexcept {
-  RelaxedCaptureMode relaxed;
-  int current = device;
-  cudaError_t e = cudaGetDevice(&current);
-  const bool switched = e == cudaSuccess && current != device;
-  if (switched) e = cudaSetDevice(device);
-  if (e == cudaSuccess) e = cudaDeviceSynchronize();
-  if (switched) (void)cudaSetDevice(current);
-  return e;
+  return on_device_relaxed(device, [] { return cudaDeviceSynchronize(); });
 }
 
 CUGRAPHS_INLINE std::shared_ptr<void> private_device_memory(std::size_t bytes, std::string_view what) {

@@ -122,12 +122,7 @@ CUGRAPHS_INLINE cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraph
 #if CUGRAPHS_CTK_AT_LEAST(12, 5)
   // Version 12000: the call that takes CUDA_KERNEL_NODE_PARAMS_v2.
   using SetParams = CUresult (*)(CUgraphExec, CUgraphNode, const CUDA_KERNEL_NODE_PARAMS_v2*);
-  static const auto set = [] {
-    const bool pending = cudaPeekAtLastError() != cudaSuccess;
-    void* fn = driver_entry_point("cuGraphExecKernelNodeSetParams", 12000);
-    if (fn == nullptr && !pending) (void)cudaGetLastError();
-    return reinterpret_cast<SetParams>(fn);
-  }();
+  static const auto set = reinterpret_cast<SetParams>(quiet_driver_entry_point("cuGraphExecKernelNodeSetParams", 12000));
   if (set != nullptr && function != nullptr && p.extra == nullptr) {
     CUDA_KERNEL_NODE_PARAMS_v2 d{};
     d.func = reinterpret_cast<CUfunction>(function);
