@@ -224,6 +224,157 @@ TEST_CASE("Escapes: a nested capture is guarded too, and guards leave nothing be
   CHECK(node_count(g) == 1);
 }
 
+// An event for forking and joining streams inside a capture, destroyed at scope exit.
+struct Event {
+  cudaEvent_t e = nullptr;
+  Event() { cugraphs::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags"); }
+  ~Event() { (void)cudaEventDestroy(e); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+};
+
+bool per_thread_stream_capturing() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cugraphs::check(cudaStreamIsCapturing(cudaStreamPerThread, &status), "cudaStreamIsCapturing");
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// Before: the kernel on the per-thread default stream ran once, eagerly, at capture time,
+// every replay lacked it, and nothing was reported (the legacy stream's guard cannot see that
+// stream, which does not synchronize with blocking streams). Units built with
+// --default-stream per-thread send <<<grid, block>>> there: test_per_thread.cu.
+TEST_CASE("Escapes: work on this thread's per-thread default stream that the capture stream never waits for is "
+          "refused at the end, naming the stream and the kernel; it never runs, and the graph captures again",
+          "[escapes][gpu]") {
+  auto x = filled(kN, 5);
+  const auto original = host(x.span());
+  Graph g;
+  {
+    CaptureScope scope(g);
+    affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 3.0f, 0.5f);
+    fill_kernel<<<blocks_for(kN), kThreads, 0, cudaStreamPerThread>>>(x.data(), kN, 9.0f);
+    cugraphs::check_launch("fill_kernel on the per-thread default stream");  // CUDA itself says nothing
+    CHECK(per_thread_stream_capturing());  // forked in: the kernel was captured, not run
+    const auto e = expect_error([&] { scope.end(); });
+    CHECK(e.code() == cudaErrorStreamCaptureUnjoined);
+    CHECK(contains(e.what(), "per-thread default stream"));
+    CHECK(contains(e.what(), "1 node(s)"));
+    CHECK(contains(e.what(), "fill_kernel"));
+    CHECK(contains(e.what(), "missing from every replay"));
+    std::printf("escapes: capture_end after a launch on the per-thread default stream says: %s\n", e.what());
+  }
+  CHECK_FALSE(g.is_capturing());
+  CHECK_FALSE(g.is_instantiated());
+  CHECK_FALSE(per_thread_stream_capturing());
+  cugraphs::check(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
+  CHECK(bitwise_equal(host(x.span()), original));  // neither kernel ran
+  CHECK(cudaGetLastError() == cudaSuccess);
+  capture_and_check_affine(g, x);  // the same graph captures again
+}
+
+TEST_CASE("Escapes: a branch the program forks onto the per-thread default stream and joins back is captured and "
+          "runs at every replay; a capture on that stream itself is not watched", "[escapes][gpu]") {
+  auto x = filled(kN, 6);
+  DeviceBuffer<float> y(kN);
+  const auto x0 = host(x.span());
+  SECTION("forked and joined by the program") {
+    Event fork, join;
+    Graph g;
+    {
+      CaptureScope scope(g);
+      affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 2.0f, 1.0f);
+      cugraphs::check(cudaEventRecord(fork.e, scope.stream()), "cudaEventRecord");
+      cugraphs::check(cudaStreamWaitEvent(cudaStreamPerThread, fork.e, 0), "cudaStreamWaitEvent");
+      copy_kernel<<<blocks_for(kN), kThreads, 0, cudaStreamPerThread>>>(y.data(), x.data(), kN);
+      cugraphs::check(cudaEventRecord(join.e, cudaStreamPerThread), "cudaEventRecord");
+      cugraphs::check(cudaStreamWaitEvent(scope.stream(), join.e, 0), "cudaStreamWaitEvent");
+      affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(y.data(), kN, 1.0f, 0.25f);
+    }
+    CHECK(node_count(g) == 3);
+    std::vector<float> want_x = x0, want_y(kN);
+    for (int r = 0; r < 3; ++r) {
+      g.replay();
+      for (std::size_t i = 0; i < kN; ++i) {
+        want_x[i] = 2.0f * want_x[i] + 1.0f;
+        want_y[i] = want_x[i] + 0.25f;
+      }
+      REQUIRE(host(x.span()) == want_x);
+      REQUIRE(host(y.span()) == want_y);
+    }
+  }
+  SECTION("forked by the program, nothing issued there") {
+    Event fork;
+    Graph g;
+    {
+      CaptureScope scope(g);
+      affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 2.0f, 1.0f);
+      cugraphs::check(cudaEventRecord(fork.e, scope.stream()), "cudaEventRecord");
+      cugraphs::check(cudaStreamWaitEvent(cudaStreamPerThread, fork.e, 0), "cudaStreamWaitEvent");
+    }
+    CHECK(node_count(g) == 1);
+    g.replay();
+    CHECK(host(x.span())[7] == 2.0f * x0[7] + 1.0f);
+  }
+  SECTION("the capture's own stream") {
+    CaptureOptions o;
+    o.stream = cudaStreamPerThread;
+    Graph g;
+    {
+      CaptureScope scope(g, o);
+      CHECK(scope.stream() == cudaStreamPerThread);
+      affine_kernel<<<blocks_for(kN), kThreads, 0, cudaStreamPerThread>>>(x.data(), kN, 2.0f, 1.0f);
+    }
+    CHECK(node_count(g) == 1);
+    g.replay(cudaStreamPerThread);
+    g.replay(cudaStreamPerThread);
+    CHECK(host(x.span())[7] == 2.0f * (2.0f * x0[7] + 1.0f) + 1.0f);
+  }
+  CHECK_FALSE(per_thread_stream_capturing());
+}
+
+TEST_CASE("Escapes: per-thread default stream work in a nested capture is refused by the enclosing capture, which "
+          "holds that stream; EscapeCheck::Off lets it run eagerly", "[escapes][gpu]") {
+  auto x = filled(kN, 7);
+  const auto x0 = host(x.span());
+  SECTION("nested") {
+    Graph outer, inner;
+    cugraphs::Stream other;
+    {
+      CaptureScope o(outer);
+      affine_kernel<<<blocks_for(kN), kThreads, 0, o.stream()>>>(x.data(), kN, 1.0f, 1.0f);
+      CaptureOptions io;
+      io.stream = other;
+      {
+        CaptureScope i(inner, io);
+        affine_kernel<<<blocks_for(kN), kThreads, 0, i.stream()>>>(x.data(), kN, 1.0f, 2.0f);
+        fill_kernel<<<blocks_for(kN), kThreads, 0, cudaStreamPerThread>>>(x.data(), kN, 9.0f);
+      }
+      CHECK(node_count(inner) == 1);
+      const auto e = expect_error([&] { o.end(); });
+      CHECK(e.code() == cudaErrorStreamCaptureUnjoined);
+      CHECK(contains(e.what(), "fill_kernel"));
+    }
+    CHECK_FALSE(per_thread_stream_capturing());
+    CHECK(bitwise_equal(host(x.span()), x0));  // nothing ran
+  }
+  SECTION("EscapeCheck::Off") {
+    CaptureOptions o;
+    o.escapes = cugraphs::EscapeCheck::Off;
+    Graph g;
+    {
+      CaptureScope scope(g, o);
+      affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 1.0f, 1.0f);
+      CHECK_FALSE(per_thread_stream_capturing());
+      fill_kernel<<<blocks_for(kN), kThreads, 0, cudaStreamPerThread>>>(x.data(), kN, 9.0f);  // runs now
+    }
+    cugraphs::check(cudaStreamSynchronize(cudaStreamPerThread), "cudaStreamSynchronize");
+    const float filled_value = host(x.span())[5];
+    CHECK(filled_value == 9.0f + 0.005f);
+    g.replay();
+    CHECK(host(x.span())[5] == filled_value + 1.0f);  // the replay adds one; the fill is not in it
+  }
+}
+
 // Before: samples and staged inputs were copied as device-to-device copies whatever they were.
 TEST_CASE("Escapes: leaves in pinned host and managed memory are copied from where they lie, as samples of a "
           "graphed callable, as its call inputs, and by Graph::stage_and_launch", "[escapes][graphed][gpu]") {

@@ -25,8 +25,13 @@ enum class CaptureMode { Global, ThreadLocal, Relaxed };
 /// eagerly, at capture time and be missing from every replay. On: a blocking stream joins
 /// the capture, so CUDA refuses the work (cudaErrorStreamCaptureImplicit) and the capture
 /// fails with an Error that names the legacy default stream; this also refuses legacy-stream
-/// work of other threads while the capture is open. Auto: On in CaptureMode::Global, Off in
-/// ThreadLocal and Relaxed (whose point is to let other threads go on).
+/// work of other threads while the capture is open. On also forks the capturing thread's
+/// per-thread default stream (stream 0 in units built with nvcc --default-stream per-thread)
+/// into the capture, where no capture holds it yet: work issued there is captured instead of
+/// run, and capture_end refuses it (cudaErrorStreamCaptureUnjoined, naming the stream and the
+/// kernel) unless the capture stream waited for it afterwards, which makes it a branch of the
+/// graph. Auto: On in CaptureMode::Global, Off in ThreadLocal and Relaxed (whose point is to
+/// let other threads go on).
 enum class EscapeCheck { Auto, On, Off };
 
 /// How a capture begins. The defaults capture on this thread's capture_stream() of the

@@ -76,6 +76,10 @@ namespace detail {
 // Why work issued to the legacy default stream during a capture was refused, and the remedy.
 [[nodiscard]] std::string escape_message();
 
+// Why work issued to the capturing thread's per-thread default stream, and never waited for
+// by the capture stream, was refused: `found` says how many nodes end it and what they are.
+[[nodiscard]] std::string per_thread_escape_message(std::string_view found);
+
 // Cause and remedy for a CUDA error. `mode` names the capture mode in force, when known.
 [[nodiscard]] std::string error_hint(cudaError_t e, std::string_view mode = {});
 

@@ -1,7 +1,8 @@
 // Questions asked of a CUDA graph or of a capturing stream: the graph's nodes in capture
 // order, its roots, where a node stands, whether the graph allocates an address, what a
 // node type is called, where its work ends, and what a capturing stream attaches its next
-// node to.
+// node to, which nodes nothing after a set of nodes waits for, and what a node is (its
+// type, and a kernel's name).
 #pragma once
 
 #include <cugraphs/config.hpp>
@@ -12,6 +13,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -47,6 +50,16 @@ namespace cugraphs::detail {
 // it has launched) counts: its dependents can finish before it does, so whatever waits for
 // the whole graph (the ring's tail, a staging graph's event record) must wait for it too.
 [[nodiscard]] std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::string_view op);
+
+// The nodes of `candidates` that are neither among `after` nor before one of them (no path
+// of edges, of any kind, leads from them to one of `after`): work that whatever follows
+// `after` does not wait for. Top-level nodes of `g` only.
+[[nodiscard]] std::vector<cudaGraphNode_t> not_before(cudaGraph_t g, std::span<const cudaGraphNode_t> after,
+                                                      std::span<const cudaGraphNode_t> candidates, std::string_view op);
+
+// What `node` is, for an error message: its type, and for a kernel node its kernel's name
+// (demangled where the C++ runtime can).
+[[nodiscard]] std::string describe_node(cudaGraphNode_t node);
 
 // How many nodes `g` has at its top level.
 [[nodiscard]] std::size_t node_count(cudaGraph_t g, std::string_view op);

@@ -15,6 +15,7 @@ CUGRAPHS_INLINE CaptureSession::CaptureSession(std::shared_ptr<Pool> p, cudaStre
         instantiate(instantiate_), device_launch(device_launch_), owner(owner_),
         frames(s, device_, m, mode_name_, streams) {
   pool->begin_capture(id);
+  if (guard) guard_.prepare();
   if (const cudaError_t e = cudaStreamBeginCapture(stream, mode); e != cudaSuccess) {
     pool->end_capture(id);
     throw_cuda(e, format("{} (cudaStreamBeginCapture)", op), mode_name);
@@ -50,7 +51,10 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   (void)guard_.join(stream);
   Captured c;
   const cudaError_t e = cudaStreamEndCapture(stream, &c.graph);
-  const bool ok = e == cudaSuccess && c.graph != nullptr;
+  // Work on the per-thread default stream that the capture stream never waited for: without
+  // the guard it would have run once, eagerly; in the graph it would float free of the rest.
+  const bool per_thread_escape = e == cudaSuccess && !guard_.per_thread_escape().empty();
+  const bool ok = e == cudaSuccess && c.graph != nullptr && !per_thread_escape;
   const std::string driver_said = e != cudaSuccess ? log.since() : std::string{};
   if (ring) ring->end_capture();
   close(ok);
@@ -65,6 +69,8 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
     return c;
   }
   if (c.graph != nullptr) report_in_destructor(cudaGraphDestroy(c.graph), "cudaGraphDestroy");
+  if (per_thread_escape)
+    throw_error(cudaErrorStreamCaptureUnjoined, op, "{}", per_thread_escape_message(guard_.per_thread_escape()));
   const cudaError_t why = e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated;
   (void)cudaGetLastError();
   const bool escape = why == cudaErrorStreamCaptureInvalidated && escaped == cudaErrorStreamCaptureImplicit;

@@ -68,6 +68,20 @@ CUGRAPHS_INLINE std::string escape_message() {
          "as cudaMemcpyAsync on the capture stream; EscapeCheck::Off lets such work run eagerly.";
 }
 
+CUGRAPHS_INLINE std::string per_thread_escape_message(std::string_view found) {
+  return detail::format(
+      "Work was issued to this thread's per-thread default stream while the capture was open (stream 0 in a "
+      "unit built with nvcc --default-stream per-thread: a kernel launched with <<<grid, block>>> and no "
+      "stream, a library call left on stream 0; or cudaStreamPerThread), and the capture stream never waited "
+      "for it ({}). Without the escape check (CaptureOptions::escapes) it would have run once, eagerly, at "
+      "capture time and been missing from every replay; so the check captured it instead and refuses the "
+      "capture, which is lost. Remedy: launch on the capture stream (CaptureScope::stream() or "
+      "current_stream()) and give libraries that stream. Work there that the capture stream waits for "
+      "(an event recorded after it and waited on by the capture stream) is captured as a branch, as on any "
+      "forked stream; EscapeCheck::Off lets such work run eagerly.",
+      found);
+}
+
 CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
   const std::string in_mode =
       mode.empty() ? std::string{} : detail::format(" (the capture ran in CaptureMode::{})", mode);

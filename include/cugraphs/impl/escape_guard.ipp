@@ -5,23 +5,93 @@
 
 #include <cugraphs/detail/escape_guard.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/graph_queries.hpp>
 
 namespace cugraphs::detail {
+
+CUGRAPHS_INLINE void EscapeGuard::prepare() noexcept {
+  // Asked before the capture begins: the first use of the per-thread default stream creates
+  // it, which is then no call made during the capture. A stream some capture already holds
+  // (an enclosing capture forked it, or captures on it) is left to that capture.
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  per_thread_free_ = cudaStreamIsCapturing(cudaStreamPerThread, &status) == cudaSuccess &&
+                     status == cudaStreamCaptureStatusNone;
+  if (!per_thread_free_) (void)cudaGetLastError();
+}
 
 CUGRAPHS_INLINE void EscapeGuard::fork(cudaStream_t capture, int device, std::size_t depth, std::string_view op) {
   const cudaStream_t g = thread_stream(ThreadStream::EscapeGuard, device, depth);
   event_ = event(device);
+  escaped_.clear();
   check(cudaEventRecord(event_, capture), "{}: forking the escape guard (cudaEventRecord)", op);
   check(cudaStreamWaitEvent(g, event_, 0), "{}: forking the escape guard (cudaStreamWaitEvent)", op);
   guard_ = g;
+  if (!per_thread_free_ || capture == cudaStreamPerThread) return;
+  // The capture's own stream when it is stream 0 of a --default-stream per-thread unit (it
+  // captures now), or a stream of another device than the one current (the per-thread stream
+  // named here would be the current device's): not watched.
+  int current = -1;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  if (cudaGetDevice(&current) != cudaSuccess || current != device ||
+      cudaStreamIsCapturing(cudaStreamPerThread, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone) {
+    (void)cudaGetLastError();
+    return;
+  }
+  check(cudaStreamWaitEvent(cudaStreamPerThread, event_, 0),
+        "{}: forking the per-thread default stream into the capture (cudaStreamWaitEvent)", op);
+  per_thread_ = true;
+  device_ = device;
 }
 
 CUGRAPHS_INLINE cudaError_t EscapeGuard::join(cudaStream_t capture) noexcept {
-  if (guard_ == nullptr) return cudaSuccess;
-  cudaError_t r = cudaEventRecord(event_, guard_);
-  if (r == cudaSuccess) r = cudaStreamWaitEvent(capture, event_, 0);
+  cudaError_t r = cudaSuccess;
+  if (per_thread_) {
+    per_thread_ = false;
+    // The per-thread default stream named is the current device's: the capture's, whatever
+    // the program made current since.
+    int previous = device_;
+    const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
+                          cudaSetDevice(device_) == cudaSuccess;
+    if (still_capturing(capture)) {
+      CUGRAPHS_TRY {
+        escaped_ = unjoined_per_thread(capture);
+      } CUGRAPHS_CATCH_ALL {
+        escaped_.clear();  // unknown: the capture ends as CUDA lets it
+      }
+    }
+    r = cudaEventRecord(event_, cudaStreamPerThread);
+    if (r == cudaSuccess) r = cudaStreamWaitEvent(capture, event_, 0);
+    if (switched) (void)cudaSetDevice(previous);
+  }
+  if (guard_ == nullptr) return r;
+  cudaError_t g = cudaEventRecord(event_, guard_);
+  if (g == cudaSuccess) g = cudaStreamWaitEvent(capture, event_, 0);
   guard_ = nullptr;
-  return r;
+  return r != cudaSuccess ? r : g;
+}
+
+CUGRAPHS_INLINE bool EscapeGuard::still_capturing(cudaStream_t capture) noexcept {
+  cudaStreamCaptureStatus a = cudaStreamCaptureStatusNone, b = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(cudaStreamPerThread, &a) != cudaSuccess || cudaStreamIsCapturing(capture, &b) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  return a == cudaStreamCaptureStatusActive && b == cudaStreamCaptureStatusActive;
+}
+
+CUGRAPHS_INLINE std::string EscapeGuard::unjoined_per_thread(cudaStream_t capture) {
+  constexpr std::string_view op = "capture_end: the per-thread default stream";
+  const CaptureInfo pt = capture_info(cudaStreamPerThread, op);
+  if (pt.status != cudaStreamCaptureStatusActive || pt.count == 0) return {};  // nothing issued there
+  const std::vector<cudaGraphNode_t> last(pt.deps, pt.deps + pt.count);
+  const CaptureInfo origin = capture_info(capture, op);
+  const std::vector<cudaGraphNode_t> waited(origin.deps, origin.deps + origin.count);
+  const auto left = not_before(pt.graph, waited, last, op);
+  if (left.empty()) return {};  // forked and joined by the program itself: a branch of the graph
+  std::string what;
+  for (std::size_t i = 0; i < left.size() && i < 4; ++i) what += (i == 0 ? "" : ", ") + describe_node(left[i]);
+  if (left.size() > 4) what += ", ...";
+  return format("{} node(s) at its end: {}", left.size(), what);
 }
 
 CUGRAPHS_INLINE cudaEvent_t EscapeGuard::event(int device) {

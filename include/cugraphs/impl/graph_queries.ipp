@@ -7,6 +7,16 @@
 #include <cugraphs/config.hpp>
 
 #include <algorithm>
+#include <cstdlib>
+#include <memory>
+#include <utility>
+
+#if __has_include(<cxxabi.h>)
+#  include <cxxabi.h>
+#  define CUGRAPHS_DETAIL_HAS_CXXABI 1
+#else
+#  define CUGRAPHS_DETAIL_HAS_CXXABI 0
+#endif
 
 namespace cugraphs::detail {
 
@@ -21,11 +31,17 @@ CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g, std::str
   return nodes;
 }
 
-CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::string_view op) {
+namespace graph_queries_detail {
+
+// Every edge of `g`: its sources, its targets and their data, index by index. The edges'
+// data is asked for too: without it CUDA refuses the query (cudaErrorLossyQuery) on a graph
+// that holds edges other than plain ones, the programmatic edges of a captured PDL launch say.
+struct Edges {
+  std::vector<cudaGraphNode_t> from, to;
+  std::vector<cudaGraphEdgeData> data;
+};
+inline Edges graph_edges(cudaGraph_t g, std::string_view op) {
   std::size_t n = 0;
-  // The edges' data is asked for too: without it CUDA refuses the query (cudaErrorLossyQuery)
-  // on a graph that holds edges other than plain ones, the programmatic edges of a captured
-  // PDL launch say.
   const auto edges = [&](cudaGraphNode_t* from, cudaGraphNode_t* to, cudaGraphEdgeData* data) {
 #if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
     return cudaGraphGetEdges(g, from, to, data, &n);
@@ -34,19 +50,95 @@ CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::str
 #endif
   };
   check(edges(nullptr, nullptr, nullptr), "{}: cudaGraphGetEdges", op);
-  std::vector<cudaGraphNode_t> from(n), to(n);
-  std::vector<cudaGraphEdgeData> data(n);
-  if (n != 0) check(edges(from.data(), to.data(), data.data()), "{}: cudaGraphGetEdges", op);
+  Edges e{std::vector<cudaGraphNode_t>(n), std::vector<cudaGraphNode_t>(n), std::vector<cudaGraphEdgeData>(n)};
+  if (n != 0) check(edges(e.from.data(), e.to.data(), e.data.data()), "{}: cudaGraphGetEdges", op);
+  e.from.resize(n);
+  e.to.resize(n);
+  e.data.resize(n);
+  return e;
+}
+
+// `name` demangled where the C++ runtime can, else as it is.
+inline std::string demangled(const char* name) {
+#if CUGRAPHS_DETAIL_HAS_CXXABI
+  int status = 0;
+  const std::unique_ptr<char, void (*)(void*)> d(abi::__cxa_demangle(name, nullptr, nullptr, &status), std::free);
+  if (status == 0 && d) return d.get();
+#endif
+  return name;
+}
+
+}  // namespace graph_queries_detail
+
+CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::string_view op) {
+  const auto e = graph_queries_detail::graph_edges(g, op);
   // Only an edge that waits for its source's completion orders the source's end.
   std::vector<cudaGraphNode_t> waited;
-  for (std::size_t i = 0; i < n; ++i)
-    if (data[i].type == cudaGraphDependencyTypeDefault && data[i].from_port == cudaGraphKernelNodePortDefault)
-      waited.push_back(from[i]);
+  for (std::size_t i = 0; i < e.from.size(); ++i)
+    if (e.data[i].type == cudaGraphDependencyTypeDefault && e.data[i].from_port == cudaGraphKernelNodePortDefault)
+      waited.push_back(e.from[i]);
   std::ranges::sort(waited);
   std::vector<cudaGraphNode_t> sinks;
   for (cudaGraphNode_t node : graph_nodes(g, op))
     if (!std::ranges::binary_search(waited, node)) sinks.push_back(node);
   return sinks;
+}
+
+CUGRAPHS_INLINE std::vector<cudaGraphNode_t> not_before(cudaGraph_t g, std::span<const cudaGraphNode_t> after,
+    std::span<const cudaGraphNode_t> candidates, std::string_view op) {
+  std::vector<cudaGraphNode_t> out;
+  for (cudaGraphNode_t c : candidates)
+    if (std::ranges::find(after, c) == after.end()) out.push_back(c);
+  if (out.empty()) return out;
+  // Walk back from `after` along the edges, sorted by target.
+  const auto e = graph_queries_detail::graph_edges(g, op);
+  std::vector<std::pair<cudaGraphNode_t, cudaGraphNode_t>> back;  // (to, from)
+  back.reserve(e.from.size());
+  for (std::size_t i = 0; i < e.from.size(); ++i) back.emplace_back(e.to[i], e.from[i]);
+  std::ranges::sort(back);
+  std::vector<cudaGraphNode_t> nodes = graph_nodes(g, op);
+  std::ranges::sort(nodes);
+  std::vector<bool> seen(nodes.size());
+  const auto visit = [&](cudaGraphNode_t n) {  // false when seen before
+    const auto at = std::ranges::lower_bound(nodes, n);
+    if (at == nodes.end() || *at != n) return true;  // not at the top level: not followed
+    const auto i = static_cast<std::size_t>(at - nodes.begin());
+    if (seen[i]) return false;
+    seen[i] = true;
+    return true;
+  };
+  std::vector<cudaGraphNode_t> todo;
+  for (cudaGraphNode_t n : after)
+    if (visit(n)) todo.push_back(n);
+  while (!todo.empty() && !out.empty()) {
+    const cudaGraphNode_t n = todo.back();
+    todo.pop_back();
+    const auto first = std::ranges::lower_bound(back, std::pair<cudaGraphNode_t, cudaGraphNode_t>(n, nullptr));
+    for (auto it = first; it != back.end() && it->first == n; ++it) {
+      if (!visit(it->second)) continue;
+      todo.push_back(it->second);
+      std::erase(out, it->second);
+    }
+  }
+  return out;
+}
+
+CUGRAPHS_INLINE std::string describe_node(cudaGraphNode_t node) {
+  cudaGraphNodeType type{};
+  if (cudaGraphNodeGetType(node, &type) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return "a node";
+  }
+  std::string what(node_type_name(type));
+  if (type != cudaGraphNodeTypeKernel) return what + " node";
+  cudaKernelNodeParams p{};
+  const char* name = nullptr;
+  if (cudaGraphKernelNodeGetParams(node, &p) != cudaSuccess || cudaFuncGetName(&name, p.func) != cudaSuccess ||
+      name == nullptr) {
+    (void)cudaGetLastError();
+    return what + " node";
+  }
+  return format("kernel {}", graph_queries_detail::demangled(name));
 }
 
 CUGRAPHS_INLINE std::size_t node_count(cudaGraph_t g, std::string_view op) {
