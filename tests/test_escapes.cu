@@ -79,6 +79,21 @@ static_assert(!std::is_convertible_v<DeviceSpan<float>, cuda::std::span<int>>);
   return total;
 }
 
+// An event for forking and joining streams inside a capture, destroyed at scope exit.
+struct Event {
+  cudaEvent_t e = nullptr;
+  Event() { cugraphs::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags"); }
+  ~Event() { (void)cudaEventDestroy(e); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+};
+
+bool per_thread_stream_capturing() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  cugraphs::check(cudaStreamIsCapturing(cudaStreamPerThread, &status), "cudaStreamIsCapturing");
+  return status != cudaStreamCaptureStatusNone;
+}
+
 }  // namespace
 
 // Before: the kernel ran once, eagerly, at capture time, every replay lacked it, and nothing
@@ -103,6 +118,7 @@ TEST_CASE("Escapes: a kernel launched on the legacy default stream during a Glob
   }
   CHECK_FALSE(g.is_capturing());
   CHECK_FALSE(g.is_instantiated());
+  CHECK_FALSE(per_thread_stream_capturing());  // forked in by the check, released with the capture
   CHECK(bitwise_equal(host(x.span()), original));  // neither kernel ran
   CHECK(cudaGetLastError() == cudaSuccess);
   capture_and_check_affine(g, x);  // the same graph captures again
@@ -222,21 +238,6 @@ TEST_CASE("Escapes: a nested capture is guarded too, and guards leave nothing be
     affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 1.0f, 0.0f);
   }
   CHECK(node_count(g) == 1);
-}
-
-// An event for forking and joining streams inside a capture, destroyed at scope exit.
-struct Event {
-  cudaEvent_t e = nullptr;
-  Event() { cugraphs::check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "cudaEventCreateWithFlags"); }
-  ~Event() { (void)cudaEventDestroy(e); }
-  Event(const Event&) = delete;
-  Event& operator=(const Event&) = delete;
-};
-
-bool per_thread_stream_capturing() {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  cugraphs::check(cudaStreamIsCapturing(cudaStreamPerThread, &status), "cudaStreamIsCapturing");
-  return status != cudaStreamCaptureStatusNone;
 }
 
 // Before: the kernel on the per-thread default stream ran once, eagerly, at capture time,
@@ -372,6 +373,84 @@ TEST_CASE("Escapes: per-thread default stream work in a nested capture is refuse
     CHECK(filled_value == 9.0f + 0.005f);
     g.replay();
     CHECK(host(x.span())[5] == filled_value + 1.0f);  // the replay adds one; the fill is not in it
+  }
+}
+
+// Before: the copies were captured as they were: every replay read the address of `lr` (a
+// stack variable, gone or reused by then) and wrote into `loss`'s, silently.
+TEST_CASE("Escapes: a copy from or to plain pageable host memory in a capture is refused at the end, naming the "
+          "node; pinned memory is copied at every replay; EscapeCheck::Off lets pageable copies through",
+          "[escapes][gpu]") {
+  DeviceBuffer<float> d(1);
+  put(d, 1.5f);
+  SECTION("host to device, from a stack variable") {
+    Graph g;
+    {
+      CaptureScope scope(g);
+      const float lr = 0.25f;
+      cugraphs::check(cudaMemcpyAsync(d.data(), &lr, sizeof lr, cudaMemcpyHostToDevice, scope.stream()),
+                      "cudaMemcpyAsync");
+      const auto e = expect_error([&] { scope.end(); });
+      CHECK(e.code() == cudaErrorInvalidValue);
+      CHECK(contains(e.what(), "memcpy node 0"));
+      CHECK(contains(e.what(), "4 bytes from host address"));
+      CHECK(contains(e.what(), "pageable"));
+      CHECK(contains(e.what(), "set_kernel_arg"));
+      std::printf("escapes: capture_end after a copy from a stack variable says: %s\n", e.what());
+    }
+    CHECK_FALSE(g.is_capturing());
+    CHECK_FALSE(g.is_instantiated());
+    CHECK(get(d) == 1.5f);  // it never ran
+  }
+  SECTION("device to host, into a vector, after a kernel") {
+    std::vector<float> loss(4, -1.0f);
+    auto x = filled(kN, 8);
+    Graph g;
+    {
+      CaptureScope scope(g);
+      affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 2.0f, 1.0f);
+      cugraphs::check(cudaMemcpyAsync(loss.data(), x.data(), loss.size() * sizeof(float), cudaMemcpyDeviceToHost,
+                                      scope.stream()),
+                      "cudaMemcpyAsync");
+      const auto e = expect_error([&] { scope.end(); });
+      CHECK(e.code() == cudaErrorInvalidValue);
+      CHECK(contains(e.what(), "memcpy node 1"));
+      CHECK(contains(e.what(), "16 bytes to host address"));
+    }
+    CHECK(loss == std::vector<float>(4, -1.0f));
+    capture_and_check_affine(g, x);  // the graph captures again
+  }
+  SECTION("pinned memory, written between replays") {
+    float* pinned = nullptr;
+    cugraphs::check(cudaMallocHost(&pinned, sizeof(float)), "cudaMallocHost");
+    Graph g;
+    {
+      CaptureScope scope(g);
+      cugraphs::check(cudaMemcpyAsync(d.data(), pinned, sizeof(float), cudaMemcpyHostToDevice, scope.stream()),
+                      "cudaMemcpyAsync");
+    }
+    for (const float v : {3.0f, 4.5f}) {
+      *pinned = v;
+      g.replay();
+      cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      CHECK(get(d) == v);
+    }
+    cugraphs::check(cudaFreeHost(pinned), "cudaFreeHost");
+  }
+  SECTION("EscapeCheck::Off") {
+    std::vector<float> source(1, 6.0f);  // outlives the graph
+    CaptureOptions o;
+    o.escapes = cugraphs::EscapeCheck::Off;
+    Graph g;
+    {
+      CaptureScope scope(g, o);
+      cugraphs::check(cudaMemcpyAsync(d.data(), source.data(), sizeof(float), cudaMemcpyHostToDevice, scope.stream()),
+                      "cudaMemcpyAsync");
+    }
+    REQUIRE(g.is_instantiated());
+    g.replay();
+    cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    CHECK(get(d) == 6.0f);
   }
 }
 

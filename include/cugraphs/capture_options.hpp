@@ -31,7 +31,9 @@ enum class CaptureMode { Global, ThreadLocal, Relaxed };
 /// run, and capture_end refuses it (cudaErrorStreamCaptureUnjoined, naming the stream and the
 /// kernel) unless the capture stream waited for it afterwards, which makes it a branch of the
 /// graph. Auto: On in CaptureMode::Global, Off in ThreadLocal and Relaxed (whose point is to
-/// let other threads go on).
+/// let other threads go on). In every mode unless Off, capture_end also refuses a copy of
+/// plain pageable host memory (cudaErrorInvalidValue, naming the memcpy node): every replay
+/// would copy from or into that address when it runs, when a stack variable is long gone.
 enum class EscapeCheck { Auto, On, Off };
 
 /// How a capture begins. The defaults capture on this thread's capture_stream() of the
@@ -49,7 +51,8 @@ struct CaptureOptions {
   /// and cannot draw random numbers through a Generator or stage a graphed callable's inputs
   /// (its device-side launches would receive no fresh values): each is an Error.
   bool device_launch = false;
-  /// Whether legacy-default-stream work during the capture is refused (see EscapeCheck).
+  /// Whether work that would escape the capture (legacy and per-thread default streams,
+  /// copies of pageable host memory) is refused (see EscapeCheck).
   EscapeCheck escapes = EscapeCheck::Auto;
   /// How each launch gets its fresh random-number offsets and staged input addresses
   /// (see PerLaunch): the results are the same, the costs differ.

@@ -80,6 +80,9 @@ namespace detail {
 // by the capture stream, was refused: `found` says how many nodes end it and what they are.
 [[nodiscard]] std::string per_thread_escape_message(std::string_view found);
 
+// Why a captured copy of plain pageable host memory was refused: `found` names the copy.
+[[nodiscard]] std::string pageable_copy_message(std::string_view found);
+
 // Cause and remedy for a CUDA error. `mode` names the capture mode in force, when known.
 [[nodiscard]] std::string error_hint(cudaError_t e, std::string_view mode = {});
 

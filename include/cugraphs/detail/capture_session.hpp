@@ -20,6 +20,7 @@
 #include <cuda_runtime_api.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -57,6 +58,7 @@ public:
   DriverLog log;                                  // the driver's log position at capture_begin
   bool updatable_nodes = false;                   // launch_updatable captured a node here
   PerLaunch per_launch = PerLaunch::Auto;         // how launches get their values (CaptureOptions)
+  bool check_copies = true;                       // refuse copies of pageable host memory (EscapeCheck)
 
   // Whether the capture is still open (end() and abort() close it).
   [[nodiscard]] bool is_open() const noexcept { return open_; }
@@ -91,8 +93,8 @@ public:
 #endif
 
   // Ends the capture and closes the session. On failure (an invalidated capture, unjoined
-  // work, work that escaped to the legacy default stream) the partial graph is destroyed and
-  // the Error says why.
+  // work, work that escaped to the legacy or the per-thread default stream, a copy of
+  // pageable host memory) the partial graph is destroyed and the Error says why.
   [[nodiscard]] Captured end(std::string_view op);
 
   // Ends the capture and discards it: the stream stops capturing, the session closes.

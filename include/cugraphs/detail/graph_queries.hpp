@@ -93,6 +93,13 @@ struct ConditionalMade {
   std::vector<cudaGraph_t> bodies;
 };
 
+// The first copy in `g` (or in a child graph or a conditional body of `conditionals`, at
+// any depth) that reads or writes plain pageable host memory, described; none when there is
+// none. Addresses a memory-allocation node of `g` hands out count as device memory (they are
+// not backed yet when a capture has just ended). The queries run in relaxed capture mode.
+[[nodiscard]] std::optional<std::string> pageable_copy(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
+                                                       std::string_view op);
+
 // What a capturing stream will attach its next node to.
 struct CaptureInfo {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;

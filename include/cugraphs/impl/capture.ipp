@@ -91,6 +91,7 @@ CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
   capture_.reset(new detail::CaptureSession(pool, stream, detail::to_cuda(opts.mode), detail::name(opts.mode),
                                             device, opts.instantiate, opts.device_launch, guard, this, op));
   capture_->per_launch = opts.per_launch;
+  capture_->check_copies = opts.escapes != EscapeCheck::Off;
   mode_ = opts.mode;
   device_ = device;
   moved_from_ = false;

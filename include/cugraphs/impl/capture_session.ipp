@@ -54,7 +54,17 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   // Work on the per-thread default stream that the capture stream never waited for: without
   // the guard it would have run once, eagerly; in the graph it would float free of the rest.
   const bool per_thread_escape = e == cudaSuccess && !guard_.per_thread_escape().empty();
-  const bool ok = e == cudaSuccess && c.graph != nullptr && !per_thread_escape;
+  // A copy of pageable host memory: every replay would read (or write) that address when it
+  // runs, long after the eager call would have staged it, when a stack variable is gone.
+  std::optional<std::string> pageable;
+  if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && check_copies) {
+    CUGRAPHS_TRY {
+      pageable = pageable_copy(c.graph, frames.made(), op);
+    } CUGRAPHS_CATCH_ALL {
+      pageable.reset();  // unknown: the graph is kept as CUDA made it
+    }
+  }
+  const bool ok = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !pageable;
   const std::string driver_said = e != cudaSuccess ? log.since() : std::string{};
   if (ring) ring->end_capture();
   close(ok);
@@ -71,6 +81,7 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   if (c.graph != nullptr) report_in_destructor(cudaGraphDestroy(c.graph), "cudaGraphDestroy");
   if (per_thread_escape)
     throw_error(cudaErrorStreamCaptureUnjoined, op, "{}", per_thread_escape_message(guard_.per_thread_escape()));
+  if (pageable) throw_error(cudaErrorInvalidValue, op, "{}", pageable_copy_message(*pageable));
   const cudaError_t why = e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated;
   (void)cudaGetLastError();
   const bool escape = why == cudaErrorStreamCaptureInvalidated && escaped == cudaErrorStreamCaptureImplicit;

@@ -82,6 +82,19 @@ CUGRAPHS_INLINE std::string per_thread_escape_message(std::string_view found) {
       found);
 }
 
+CUGRAPHS_INLINE std::string pageable_copy_message(std::string_view found) {
+  return detail::format(
+      "A copy in the capture ({}). Eagerly, cudaMemcpyAsync stages pageable memory before it returns, so the "
+      "program may reuse it at once; in a graph every replay copies from (or into) that address when it runs, "
+      "long after a stack variable or temporary is gone or holds another value, so the graph would read "
+      "whatever lies there (or write into it). The capture's escape check (CaptureOptions::escapes) refused "
+      "it and the capture is lost. Remedy: a per-step scalar goes to its kernel as an argument, changed with "
+      "set_kernel_arg; per-call data goes in as a graphed callable's input; a result goes to device memory "
+      "read after the replay; or copy from pinned memory (cudaMallocHost, cudaHostRegister) that outlives the "
+      "graph and is written only while no replay runs; EscapeCheck::Off lets such copies through.",
+      found);
+}
+
 CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
   const std::string in_mode =
       mode.empty() ? std::string{} : detail::format(" (the capture ran in CaptureMode::{})", mode);

@@ -5,6 +5,7 @@
 
 #include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/device.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -171,6 +172,57 @@ CUGRAPHS_INLINE bool graph_allocates(cudaGraph_t graph, const void* p, std::stri
     }
   }
   return false;
+}
+
+CUGRAPHS_INLINE std::optional<std::string> pageable_copy(cudaGraph_t g,
+    const std::vector<ConditionalMade>& conditionals, std::string_view op) {
+  RelaxedCaptureMode relaxed;  // another capture may be open on this thread or, in Global mode, on others
+  const auto pageable = [&](const void* p) {
+    if (p == nullptr) return false;
+    cudaPointerAttributes a{};
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return false;
+    }
+    return a.type == cudaMemoryTypeUnregistered && !graph_allocates(g, p, op);
+  };
+  std::optional<std::string> found;
+  const auto walk = [&](const auto& self, cudaGraph_t graph, std::string_view where) -> void {
+    const auto nodes = graph_nodes(graph, op);
+    for (std::size_t i = 0; i < nodes.size() && !found; ++i) {
+      cudaGraphNodeType t{};
+      check(cudaGraphNodeGetType(nodes[i], &t), "{}: cudaGraphNodeGetType", op);
+      if (t == cudaGraphNodeTypeMemcpy) {
+        cudaMemcpy3DParms p{};
+        check(cudaGraphMemcpyNodeGetParams(nodes[i], &p), "{}: cudaGraphMemcpyNodeGetParams", op);
+        const std::size_t bytes = p.extent.width * std::max<std::size_t>(p.extent.height, 1) *
+                                  std::max<std::size_t>(p.extent.depth, 1);
+        // A side the copy's kind says is device memory is taken at its word (an address that
+        // another graph's allocation node hands out is not backed before that graph runs).
+        const bool src_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyDeviceToHost;
+        const bool dst_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyHostToDevice;
+        if (src_host && p.srcArray == nullptr && pageable(p.srcPtr.ptr))
+          found = format("memcpy node {}{}: {} bytes from host address {} reads plain pageable host memory", i,
+                         where, bytes, p.srcPtr.ptr);
+        else if (dst_host && p.dstArray == nullptr && pageable(p.dstPtr.ptr))
+          found = format("memcpy node {}{}: {} bytes to host address {} writes plain pageable host memory", i,
+                         where, bytes, p.dstPtr.ptr);
+      } else if (t == cudaGraphNodeTypeGraph) {
+        cudaGraph_t child = nullptr;
+        check(cudaGraphChildGraphNodeGetGraph(nodes[i], &child), "{}: cudaGraphChildGraphNodeGetGraph", op);
+        self(self, child, " of a child graph");
+      }
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+      else if (t == cudaGraphNodeTypeConditional) {
+        for (const ConditionalMade& c : conditionals)
+          if (c.node == nodes[i])
+            for (cudaGraph_t body : c.bodies) self(self, body, " of a conditional body");
+      }
+#endif
+    }
+  };
+  walk(walk, g, "");
+  return found;
 }
 
 CUGRAPHS_INLINE std::optional<NodeAt> node_not_for_device_launch(cudaGraph_t g, std::string_view op) {
