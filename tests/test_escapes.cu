@@ -379,7 +379,8 @@ TEST_CASE("Escapes: per-thread default stream work in a nested capture is refuse
 // Before: the copies were captured as they were: every replay read the address of `lr` (a
 // stack variable, gone or reused by then) and wrote into `loss`'s, silently.
 TEST_CASE("Escapes: a copy from or to plain pageable host memory in a capture is refused at the end, naming the "
-          "node; pinned memory is copied at every replay; EscapeCheck::Off lets pageable copies through",
+          "node; pinned memory is copied at every replay; EscapeCheck::Off (and Auto in ThreadLocal mode) lets "
+          "pageable copies through",
           "[escapes][gpu]") {
   DeviceBuffer<float> d(1);
   put(d, 1.5f);
@@ -437,20 +438,45 @@ TEST_CASE("Escapes: a copy from or to plain pageable host memory in a capture is
     }
     cugraphs::check(cudaFreeHost(pinned), "cudaFreeHost");
   }
-  SECTION("EscapeCheck::Off") {
-    std::vector<float> source(1, 6.0f);  // outlives the graph
+  SECTION("EscapeCheck::Off, and Auto in ThreadLocal mode") {
+    for (const bool thread_local_auto : {false, true}) {
+      std::vector<float> source(1, thread_local_auto ? 7.0f : 6.0f);  // outlives the graph
+      CaptureOptions o;
+      if (thread_local_auto)
+        o.mode = cugraphs::CaptureMode::ThreadLocal;
+      else
+        o.escapes = cugraphs::EscapeCheck::Off;
+      Graph g;
+      {
+        CaptureScope scope(g, o);
+        cugraphs::check(
+            cudaMemcpyAsync(d.data(), source.data(), sizeof(float), cudaMemcpyHostToDevice, scope.stream()),
+            "cudaMemcpyAsync");
+      }
+      REQUIRE(g.is_instantiated());
+      g.replay();
+      cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      CHECK(get(d) == source[0]);
+    }
+  }
+  SECTION("capture_or_update keeps the first capture's EscapeCheck::Off") {
+    std::vector<float> source(2, 8.0f);
     CaptureOptions o;
     o.escapes = cugraphs::EscapeCheck::Off;
     Graph g;
-    {
-      CaptureScope scope(g, o);
-      cugraphs::check(cudaMemcpyAsync(d.data(), source.data(), sizeof(float), cudaMemcpyHostToDevice, scope.stream()),
-                      "cudaMemcpyAsync");
+    for (const std::size_t at : {0u, 1u}) {
+      source[at] = 8.0f + static_cast<float>(at);
+      const auto r = g.capture_or_update(
+          [&](cudaStream_t s) {
+            cugraphs::check(cudaMemcpyAsync(d.data(), source.data() + at, sizeof(float), cudaMemcpyHostToDevice, s),
+                            "cudaMemcpyAsync");
+          },
+          o);
+      CHECK(r.applied());
+      g.replay();
+      cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+      CHECK(get(d) == source[at]);
     }
-    REQUIRE(g.is_instantiated());
-    g.replay();
-    cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
-    CHECK(get(d) == 6.0f);
   }
 }
 

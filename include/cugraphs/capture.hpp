@@ -238,6 +238,7 @@ private:
   detail::Owned<detail::GraphCore> core_;
   detail::Owned<detail::CaptureSession> capture_;  // set while capturing (and after a self-aborted capture)
   CaptureMode mode_ = CaptureMode::Global;
+  EscapeCheck escapes_ = EscapeCheck::Auto;  // as captured: recapture_options() repeats it
   int device_ = 0;
   bool debug_ = false;
   bool moved_from_ = false;

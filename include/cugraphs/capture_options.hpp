@@ -31,9 +31,9 @@ enum class CaptureMode { Global, ThreadLocal, Relaxed };
 /// run, and capture_end refuses it (cudaErrorStreamCaptureUnjoined, naming the stream and the
 /// kernel) unless the capture stream waited for it afterwards, which makes it a branch of the
 /// graph. Auto: On in CaptureMode::Global, Off in ThreadLocal and Relaxed (whose point is to
-/// let other threads go on). In every mode unless Off, capture_end also refuses a copy of
-/// plain pageable host memory (cudaErrorInvalidValue, naming the memcpy node): every replay
-/// would copy from or into that address when it runs, when a stack variable is long gone.
+/// let other threads go on). Where the check is on, capture_end also refuses a copy of plain
+/// pageable host memory (cudaErrorInvalidValue, naming the memcpy node): every replay would
+/// copy from or into that address when it runs, when a stack variable is long gone.
 enum class EscapeCheck { Auto, On, Off };
 
 /// How a capture begins. The defaults capture on this thread's capture_stream() of the

@@ -32,9 +32,13 @@ public:
 
   // Joins the guard (and the per-thread default stream) back into `capture` (they added no
   // node). Returns the first failure (an invalidated capture fails here; cudaStreamEndCapture
-  // says why). Where work on the per-thread default stream was never waited for by the capture
-  // stream, per_thread_escape() describes it afterwards.
-  cudaError_t join(cudaStream_t capture) noexcept;
+  // says why). With `look`, where work on the per-thread default stream was never waited for
+  // by the capture stream, per_thread_escape() describes it afterwards.
+  cudaError_t join(cudaStream_t capture, bool look) noexcept;
+
+  // Whether this capture forked the per-thread default stream in (until join()), or did
+  // (afterwards): a synchronize or query of that stream then fails the capture.
+  [[nodiscard]] bool forked_per_thread() const noexcept { return forked_per_thread_; }
 
   // What join() found on the per-thread default stream that the capture stream never waited
   // for ("" when nothing): the number of nodes at that branch's end and what they are.
@@ -47,15 +51,14 @@ private:
 
   // The nodes the per-thread default stream's next node would follow, unless the capture
   // stream already waits for them, described; "" when there are none (or they cannot be read).
-  [[nodiscard]] static std::string unjoined_per_thread(cudaStream_t capture);
-  // Whether both the per-thread default stream and `capture` still capture (an invalidated
-  // capture is left to cudaStreamEndCapture); leaves no error behind.
-  [[nodiscard]] static bool still_capturing(cudaStream_t capture) noexcept;
+  // Leaves no error behind.
+  [[nodiscard]] static std::string unjoined_per_thread(cudaStream_t capture) noexcept;
 
   cudaStream_t guard_ = nullptr;
   cudaEvent_t event_ = nullptr;
   bool per_thread_free_ = false;  // prepare(): no capture holds the per-thread default stream
-  bool per_thread_ = false;       // forked into this capture
+  bool per_thread_ = false;       // forked into this capture, not yet joined
+  bool forked_per_thread_ = false;
   int device_ = 0;                // the capture's, whose per-thread default stream was forked
   std::string escaped_;
 };

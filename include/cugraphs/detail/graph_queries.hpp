@@ -53,9 +53,9 @@ namespace cugraphs::detail {
 
 // The nodes of `candidates` that are neither among `after` nor before one of them (no path
 // of edges, of any kind, leads from them to one of `after`): work that whatever follows
-// `after` does not wait for. Top-level nodes of `g` only.
-[[nodiscard]] std::vector<cudaGraphNode_t> not_before(cudaGraph_t g, std::span<const cudaGraphNode_t> after,
-                                                      std::span<const cudaGraphNode_t> candidates, std::string_view op);
+// `after` does not wait for. Top-level nodes of `g` only; none when the graph cannot be read.
+[[nodiscard]] std::optional<std::vector<cudaGraphNode_t>> not_before(cudaGraph_t g,
+    std::span<const cudaGraphNode_t> after, std::span<const cudaGraphNode_t> candidates) noexcept;
 
 // What `node` is, for an error message: its type, and for a kernel node its kernel's name
 // (demangled where the C++ runtime can).
@@ -96,9 +96,11 @@ struct ConditionalMade {
 // The first copy in `g` (or in a child graph or a conditional body of `conditionals`, at
 // any depth) that reads or writes plain pageable host memory, described; none when there is
 // none. Addresses a memory-allocation node of `g` hands out count as device memory (they are
-// not backed yet when a capture has just ended). The queries run in relaxed capture mode.
-[[nodiscard]] std::optional<std::string> pageable_copy(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
-                                                       std::string_view op);
+// not backed yet when a capture has just ended), and so does a side the copy's kind names as
+// device memory; a node that cannot be read is passed over. The queries run in relaxed
+// capture mode and leave no error behind.
+[[nodiscard]] std::optional<std::string> pageable_copy(cudaGraph_t g,
+                                                       const std::vector<ConditionalMade>& conditionals) noexcept;
 
 // What a capturing stream will attach its next node to.
 struct CaptureInfo {
@@ -110,6 +112,8 @@ struct CaptureInfo {
 };
 
 [[nodiscard]] CaptureInfo capture_info(cudaStream_t s, std::string_view op);
+// The same, returning CUDA's error (left on the thread) instead of throwing.
+[[nodiscard]] cudaError_t try_capture_info(cudaStream_t s, CaptureInfo& info) noexcept;
 
 // Adds `from -> to` to `g`.
 void add_edge(cudaGraph_t g, cudaGraphNode_t from, cudaGraphNode_t to, std::string_view op);

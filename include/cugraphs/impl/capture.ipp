@@ -61,6 +61,7 @@ CUGRAPHS_INLINE CaptureOptions Graph::recapture_options(std::string_view op) con
   CaptureOptions co;
   co.pool = pool();
   co.mode = mode_;
+  co.escapes = escapes_;
   co.instantiate = false;
   co.device_launch = view().exec.device_launch();
   co.per_launch = view().exec.per_launch_asked();  // the same choice, so that the topologies can match
@@ -91,8 +92,9 @@ CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
   capture_.reset(new detail::CaptureSession(pool, stream, detail::to_cuda(opts.mode), detail::name(opts.mode),
                                             device, opts.instantiate, opts.device_launch, guard, this, op));
   capture_->per_launch = opts.per_launch;
-  capture_->check_copies = opts.escapes != EscapeCheck::Off;
+  capture_->check_copies = guard;
   mode_ = opts.mode;
+  escapes_ = opts.escapes;
   device_ = device;
   moved_from_ = false;
 }
@@ -160,6 +162,7 @@ CUGRAPHS_INLINE UpdateResult Graph::update(Graph&& source, const UpdateOptions& 
   if (r.applied()) {
     core_->pool = std::move(source.core_->pool);
     mode_ = source.mode_;
+    escapes_ = source.escapes_;
   }
   return r;
 }
@@ -246,6 +249,7 @@ CUGRAPHS_INLINE void Graph::take(Graph& o) noexcept {
   capture_ = std::move(o.capture_);
   if (capture_) capture_->owner = this;  // scopes open on the capture follow the move
   mode_ = o.mode_;
+  escapes_ = o.escapes_;
   device_ = o.device_;
   debug_ = o.debug_;
   moved_from_ = false;

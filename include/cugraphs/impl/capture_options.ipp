@@ -20,7 +20,12 @@ CUGRAPHS_INLINE CaptureTarget capture_target(const CaptureOptions& opts, std::st
   const cudaStream_t stream = opts.stream != nullptr ? opts.stream : capture_stream(device);
   if (cugraphs::is_capturing(stream))
     throw_misuse(op, "the stream is already capturing (captures cannot nest on one stream); end that capture "
-                     "first, or capture on another stream");
+                     "first, or capture on another stream{}",
+                 stream == cudaStreamPerThread
+                     ? ". This thread's per-thread default stream is also held by an enclosing capture's escape "
+                       "check (CaptureOptions::escapes) until that capture ends; begin the enclosing capture with "
+                       "EscapeCheck::Off to capture on it inside"
+                     : "");
   // Another capture may be open on this thread; the query does not invalidate it.
   if (const int d = stream_device(stream, op); d != device)
     throw_misuse(op, "the stream belongs to device {} but device {} is current; make the stream's device current "

@@ -48,7 +48,7 @@ CUGRAPHS_INLINE LaunchRing& CaptureSession::launch_ring(std::string_view op) {
 CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   // The error a refused legacy-stream call left on this thread is read first.
   const cudaError_t escaped = cudaPeekAtLastError();
-  (void)guard_.join(stream);
+  (void)guard_.join(stream, true);
   Captured c;
   const cudaError_t e = cudaStreamEndCapture(stream, &c.graph);
   // Work on the per-thread default stream that the capture stream never waited for: without
@@ -57,13 +57,8 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   // A copy of pageable host memory: every replay would read (or write) that address when it
   // runs, long after the eager call would have staged it, when a stack variable is gone.
   std::optional<std::string> pageable;
-  if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && check_copies) {
-    CUGRAPHS_TRY {
-      pageable = pageable_copy(c.graph, frames.made(), op);
-    } CUGRAPHS_CATCH_ALL {
-      pageable.reset();  // unknown: the graph is kept as CUDA made it
-    }
-  }
+  if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && check_copies)
+    pageable = pageable_copy(c.graph, frames.made());
   const bool ok = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !pageable;
   const std::string driver_said = e != cudaSuccess ? log.since() : std::string{};
   if (ring) ring->end_capture();
@@ -85,9 +80,16 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   const cudaError_t why = e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated;
   (void)cudaGetLastError();
   const bool escape = why == cudaErrorStreamCaptureInvalidated && escaped == cudaErrorStreamCaptureImplicit;
+  const std::string_view per_thread_note =
+      !escape && why == cudaErrorStreamCaptureInvalidated && guard_.forked_per_thread()
+          ? " The escape check had also forked this thread's per-thread default stream into the capture "
+            "(CaptureOptions::escapes), so a synchronize or query of it (cudaStreamSynchronize(0) or a synchronous "
+            "cudaMemcpy in a unit built with --default-stream per-thread, cudaStreamQuery(cudaStreamPerThread)) "
+            "met a capturing stream: make it after capture_end, or capture with EscapeCheck::Off."
+          : "";
   raise(Error(why, cuda_message(why, escape ? std::string(op) : format("{} (cudaStreamEndCapture)", op), mode_name,
                                 escape ? escape_message() : std::string{}) +
-                       driver_said));
+                       std::string(per_thread_note) + driver_said));
 }
 
 CUGRAPHS_INLINE void CaptureSession::abort() noexcept {
@@ -98,7 +100,7 @@ CUGRAPHS_INLINE void CaptureSession::abort() noexcept {
     return;
   }
   frames.abandon();
-  (void)guard_.join(stream);
+  (void)guard_.join(stream, false);
   cudaGraph_t g = nullptr;
   (void)cudaStreamEndCapture(stream, &g);
   if (g != nullptr) report_in_destructor(cudaGraphDestroy(g), "cudaGraphDestroy");

@@ -40,10 +40,11 @@ CUGRAPHS_INLINE void EscapeGuard::fork(cudaStream_t capture, int device, std::si
   check(cudaStreamWaitEvent(cudaStreamPerThread, event_, 0),
         "{}: forking the per-thread default stream into the capture (cudaStreamWaitEvent)", op);
   per_thread_ = true;
+  forked_per_thread_ = true;
   device_ = device;
 }
 
-CUGRAPHS_INLINE cudaError_t EscapeGuard::join(cudaStream_t capture) noexcept {
+CUGRAPHS_INLINE cudaError_t EscapeGuard::join(cudaStream_t capture, bool look) noexcept {
   cudaError_t r = cudaSuccess;
   if (per_thread_) {
     per_thread_ = false;
@@ -52,13 +53,7 @@ CUGRAPHS_INLINE cudaError_t EscapeGuard::join(cudaStream_t capture) noexcept {
     int previous = device_;
     const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
                           cudaSetDevice(device_) == cudaSuccess;
-    if (still_capturing(capture)) {
-      CUGRAPHS_TRY {
-        escaped_ = unjoined_per_thread(capture);
-      } CUGRAPHS_CATCH_ALL {
-        escaped_.clear();  // unknown: the capture ends as CUDA lets it
-      }
-    }
+    if (look) escaped_ = unjoined_per_thread(capture);
     r = cudaEventRecord(event_, cudaStreamPerThread);
     if (r == cudaSuccess) r = cudaStreamWaitEvent(capture, event_, 0);
     if (switched) (void)cudaSetDevice(previous);
@@ -70,28 +65,26 @@ CUGRAPHS_INLINE cudaError_t EscapeGuard::join(cudaStream_t capture) noexcept {
   return r != cudaSuccess ? r : g;
 }
 
-CUGRAPHS_INLINE bool EscapeGuard::still_capturing(cudaStream_t capture) noexcept {
-  cudaStreamCaptureStatus a = cudaStreamCaptureStatusNone, b = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(cudaStreamPerThread, &a) != cudaSuccess || cudaStreamIsCapturing(capture, &b) != cudaSuccess) {
+CUGRAPHS_INLINE std::string EscapeGuard::unjoined_per_thread(cudaStream_t capture) noexcept {
+  // An invalidated capture, or one that cannot be read, is left to cudaStreamEndCapture.
+  CaptureInfo pt, origin;
+  if (try_capture_info(cudaStreamPerThread, pt) != cudaSuccess || pt.status != cudaStreamCaptureStatusActive ||
+      pt.count == 0) {  // nothing issued there
     (void)cudaGetLastError();
-    return false;
+    return {};
   }
-  return a == cudaStreamCaptureStatusActive && b == cudaStreamCaptureStatusActive;
-}
-
-CUGRAPHS_INLINE std::string EscapeGuard::unjoined_per_thread(cudaStream_t capture) {
-  constexpr std::string_view op = "capture_end: the per-thread default stream";
-  const CaptureInfo pt = capture_info(cudaStreamPerThread, op);
-  if (pt.status != cudaStreamCaptureStatusActive || pt.count == 0) return {};  // nothing issued there
   const std::vector<cudaGraphNode_t> last(pt.deps, pt.deps + pt.count);
-  const CaptureInfo origin = capture_info(capture, op);
+  if (try_capture_info(capture, origin) != cudaSuccess || origin.status != cudaStreamCaptureStatusActive) {
+    (void)cudaGetLastError();
+    return {};
+  }
   const std::vector<cudaGraphNode_t> waited(origin.deps, origin.deps + origin.count);
-  const auto left = not_before(pt.graph, waited, last, op);
-  if (left.empty()) return {};  // forked and joined by the program itself: a branch of the graph
+  const auto left = not_before(pt.graph, waited, last);
+  if (!left || left->empty()) return {};  // forked and joined by the program itself: a branch of the graph
   std::string what;
-  for (std::size_t i = 0; i < left.size() && i < 4; ++i) what += (i == 0 ? "" : ", ") + describe_node(left[i]);
-  if (left.size() > 4) what += ", ...";
-  return format("{} node(s) at its end: {}", left.size(), what);
+  for (std::size_t i = 0; i < left->size() && i < 4; ++i) what += (i == 0 ? "" : ", ") + describe_node((*left)[i]);
+  if (left->size() > 4) what += ", ...";
+  return format("{} node(s) at its end: {}", left->size(), what);
 }
 
 CUGRAPHS_INLINE cudaEvent_t EscapeGuard::event(int device) {

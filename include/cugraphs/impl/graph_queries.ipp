@@ -21,18 +21,19 @@
 
 namespace cugraphs::detail {
 
-CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g, std::string_view op, bool roots) {
-  const auto get = roots ? cudaGraphGetRootNodes : cudaGraphGetNodes;
-  const char* what = roots ? "cudaGraphGetRootNodes" : "cudaGraphGetNodes";
-  std::size_t n = 0;
-  check(get(g, nullptr, &n), "{}: {}", op, what);
-  std::vector<cudaGraphNode_t> nodes(n);
-  if (n != 0) check(get(g, nodes.data(), &n), "{}: {}", op, what);
-  nodes.resize(n);
-  return nodes;
-}
-
 namespace graph_queries_detail {
+
+// The nodes of `g` (or its roots) into `out`; CUDA's error, left on the thread, if it fails.
+inline cudaError_t try_graph_nodes(cudaGraph_t g, bool roots, std::vector<cudaGraphNode_t>& out) {
+  const auto get = roots ? cudaGraphGetRootNodes : cudaGraphGetNodes;
+  std::size_t n = 0;
+  if (const cudaError_t e = get(g, nullptr, &n); e != cudaSuccess) return e;
+  out.assign(n, nullptr);
+  if (n != 0)
+    if (const cudaError_t e = get(g, out.data(), &n); e != cudaSuccess) return e;
+  out.resize(n);
+  return cudaSuccess;
+}
 
 // Every edge of `g`: its sources, its targets and their data, index by index. The edges'
 // data is asked for too: without it CUDA refuses the query (cudaErrorLossyQuery) on a graph
@@ -41,7 +42,7 @@ struct Edges {
   std::vector<cudaGraphNode_t> from, to;
   std::vector<cudaGraphEdgeData> data;
 };
-inline Edges graph_edges(cudaGraph_t g, std::string_view op) {
+inline cudaError_t try_graph_edges(cudaGraph_t g, Edges& e) {
   std::size_t n = 0;
   const auto edges = [&](cudaGraphNode_t* from, cudaGraphNode_t* to, cudaGraphEdgeData* data) {
 #if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
@@ -50,12 +51,20 @@ inline Edges graph_edges(cudaGraph_t g, std::string_view op) {
     return cudaGraphGetEdges_v2(g, from, to, data, &n);  // CUDA 12.3 to 12.9
 #endif
   };
-  check(edges(nullptr, nullptr, nullptr), "{}: cudaGraphGetEdges", op);
-  Edges e{std::vector<cudaGraphNode_t>(n), std::vector<cudaGraphNode_t>(n), std::vector<cudaGraphEdgeData>(n)};
-  if (n != 0) check(edges(e.from.data(), e.to.data(), e.data.data()), "{}: cudaGraphGetEdges", op);
+  if (const cudaError_t r = edges(nullptr, nullptr, nullptr); r != cudaSuccess) return r;
+  e.from.assign(n, nullptr);
+  e.to.assign(n, nullptr);
+  e.data.assign(n, cudaGraphEdgeData{});
+  if (n != 0)
+    if (const cudaError_t r = edges(e.from.data(), e.to.data(), e.data.data()); r != cudaSuccess) return r;
   e.from.resize(n);
   e.to.resize(n);
   e.data.resize(n);
+  return cudaSuccess;
+}
+inline Edges graph_edges(cudaGraph_t g, std::string_view op) {
+  Edges e;
+  check(try_graph_edges(g, e), "{}: cudaGraphGetEdges", op);
   return e;
 }
 
@@ -71,6 +80,13 @@ inline std::string demangled(const char* name) {
 
 }  // namespace graph_queries_detail
 
+CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_nodes(cudaGraph_t g, std::string_view op, bool roots) {
+  std::vector<cudaGraphNode_t> nodes;
+  check(graph_queries_detail::try_graph_nodes(g, roots, nodes), "{}: {}", op,
+        roots ? "cudaGraphGetRootNodes" : "cudaGraphGetNodes");
+  return nodes;
+}
+
 CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::string_view op) {
   const auto e = graph_queries_detail::graph_edges(g, op);
   // Only an edge that waits for its source's completion orders the source's end.
@@ -85,24 +101,29 @@ CUGRAPHS_INLINE std::vector<cudaGraphNode_t> graph_sinks(cudaGraph_t g, std::str
   return sinks;
 }
 
-CUGRAPHS_INLINE std::vector<cudaGraphNode_t> not_before(cudaGraph_t g, std::span<const cudaGraphNode_t> after,
-    std::span<const cudaGraphNode_t> candidates, std::string_view op) {
+CUGRAPHS_INLINE std::optional<std::vector<cudaGraphNode_t>> not_before(cudaGraph_t g,
+    std::span<const cudaGraphNode_t> after, std::span<const cudaGraphNode_t> candidates) noexcept {
   std::vector<cudaGraphNode_t> out;
   for (cudaGraphNode_t c : candidates)
     if (std::ranges::find(after, c) == after.end()) out.push_back(c);
   if (out.empty()) return out;
   // Walk back from `after` along the edges, sorted by target.
-  const auto e = graph_queries_detail::graph_edges(g, op);
+  graph_queries_detail::Edges e;
+  std::vector<cudaGraphNode_t> nodes;
+  if (graph_queries_detail::try_graph_edges(g, e) != cudaSuccess ||
+      graph_queries_detail::try_graph_nodes(g, false, nodes) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
   std::vector<std::pair<cudaGraphNode_t, cudaGraphNode_t>> back;  // (to, from)
   back.reserve(e.from.size());
   for (std::size_t i = 0; i < e.from.size(); ++i) back.emplace_back(e.to[i], e.from[i]);
   std::ranges::sort(back);
-  std::vector<cudaGraphNode_t> nodes = graph_nodes(g, op);
   std::ranges::sort(nodes);
   std::vector<bool> seen(nodes.size());
   const auto visit = [&](cudaGraphNode_t n) {  // false when seen before
     const auto at = std::ranges::lower_bound(nodes, n);
-    if (at == nodes.end() || *at != n) return true;  // not at the top level: not followed
+    if (at == nodes.end() || *at != n) return true;  // not at the top level: no edges to follow
     const auto i = static_cast<std::size_t>(at - nodes.begin());
     if (seen[i]) return false;
     seen[i] = true;
@@ -134,11 +155,15 @@ CUGRAPHS_INLINE std::string describe_node(cudaGraphNode_t node) {
   if (type != cudaGraphNodeTypeKernel) return what + " node";
   cudaKernelNodeParams p{};
   const char* name = nullptr;
+#if CUGRAPHS_CTK_AT_LEAST(12, 4)
   if (cudaGraphKernelNodeGetParams(node, &p) != cudaSuccess || cudaFuncGetName(&name, p.func) != cudaSuccess ||
       name == nullptr) {
     (void)cudaGetLastError();
     return what + " node";
   }
+#else
+  return what + " node";  // cudaFuncGetName: CUDA 12.4
+#endif
   return format("kernel {}", graph_queries_detail::demangled(name));
 }
 
@@ -175,41 +200,57 @@ CUGRAPHS_INLINE bool graph_allocates(cudaGraph_t graph, const void* p, std::stri
 }
 
 CUGRAPHS_INLINE std::optional<std::string> pageable_copy(cudaGraph_t g,
-    const std::vector<ConditionalMade>& conditionals, std::string_view op) {
+    const std::vector<ConditionalMade>& conditionals) noexcept {
   RelaxedCaptureMode relaxed;  // another capture may be open on this thread or, in Global mode, on others
+  // The allocations of g's memory-allocation nodes (child graphs too), found once.
+  std::vector<std::pair<std::uintptr_t, std::size_t>> allocations;
+  const auto gather = [&](const auto& self, cudaGraph_t graph) -> void {
+    std::vector<cudaGraphNode_t> nodes;
+    if (graph_queries_detail::try_graph_nodes(graph, false, nodes) != cudaSuccess) return;
+    for (cudaGraphNode_t node : nodes) {
+      cudaGraphNodeType t{};
+      if (cudaGraphNodeGetType(node, &t) != cudaSuccess) continue;
+      if (cudaMemAllocNodeParams a{}; t == cudaGraphNodeTypeMemAlloc && cudaGraphMemAllocNodeGetParams(node, &a) == cudaSuccess)
+        allocations.emplace_back(reinterpret_cast<std::uintptr_t>(a.dptr), a.bytesize);
+      else if (cudaGraph_t child = nullptr;
+               t == cudaGraphNodeTypeGraph && cudaGraphChildGraphNodeGetGraph(node, &child) == cudaSuccess)
+        self(self, child);
+    }
+  };
+  gather(gather, g);
   const auto pageable = [&](const void* p) {
     if (p == nullptr) return false;
     cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    return a.type == cudaMemoryTypeUnregistered && !graph_allocates(g, p, op);
+    if (cudaPointerGetAttributes(&a, p) != cudaSuccess || a.type != cudaMemoryTypeUnregistered) return false;
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    return std::ranges::none_of(allocations, [&](const auto& r) { return address - r.first < r.second; });
   };
   std::optional<std::string> found;
+  // A node that cannot be read (a kind of copy this runtime does not describe) is passed over.
   const auto walk = [&](const auto& self, cudaGraph_t graph, std::string_view where) -> void {
-    const auto nodes = graph_nodes(graph, op);
+    std::vector<cudaGraphNode_t> nodes;
+    if (graph_queries_detail::try_graph_nodes(graph, false, nodes) != cudaSuccess) return;
     for (std::size_t i = 0; i < nodes.size() && !found; ++i) {
       cudaGraphNodeType t{};
-      check(cudaGraphNodeGetType(nodes[i], &t), "{}: cudaGraphNodeGetType", op);
+      if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
       if (t == cudaGraphNodeTypeMemcpy) {
         cudaMemcpy3DParms p{};
-        check(cudaGraphMemcpyNodeGetParams(nodes[i], &p), "{}: cudaGraphMemcpyNodeGetParams", op);
+        if (cudaGraphMemcpyNodeGetParams(nodes[i], &p) != cudaSuccess) continue;
         const std::size_t bytes = p.extent.width * std::max<std::size_t>(p.extent.height, 1) *
                                   std::max<std::size_t>(p.extent.depth, 1);
         // A side the copy's kind says is device memory is taken at its word (an address that
         // another graph's allocation node hands out is not backed before that graph runs).
         const bool src_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyDeviceToHost;
         const bool dst_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyHostToDevice;
+        if (bytes == 0) continue;
         if (src_host && p.srcArray == nullptr && pageable(p.srcPtr.ptr))
           found = format("memcpy node {}{}: {} bytes from host address {} reads plain pageable host memory", i,
                          where, bytes, p.srcPtr.ptr);
         else if (dst_host && p.dstArray == nullptr && pageable(p.dstPtr.ptr))
           found = format("memcpy node {}{}: {} bytes to host address {} writes plain pageable host memory", i,
                          where, bytes, p.dstPtr.ptr);
-      } else if (t == cudaGraphNodeTypeGraph) {
-        cudaGraph_t child = nullptr;
-        check(cudaGraphChildGraphNodeGetGraph(nodes[i], &child), "{}: cudaGraphChildGraphNodeGetGraph", op);
+      } else if (cudaGraph_t child = nullptr;
+                 t == cudaGraphNodeTypeGraph && cudaGraphChildGraphNodeGetGraph(nodes[i], &child) == cudaSuccess) {
         self(self, child, " of a child graph");
       }
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
@@ -222,6 +263,7 @@ CUGRAPHS_INLINE std::optional<std::string> pageable_copy(cudaGraph_t g,
     }
   };
   walk(walk, g, "");
+  (void)cudaGetLastError();  // the queries' own failures are not the caller's
   return found;
 }
 
@@ -248,15 +290,17 @@ CUGRAPHS_INLINE std::optional<NodeAt> node_not_for_device_launch(cudaGraph_t g, 
   return std::nullopt;
 }
 
+CUGRAPHS_INLINE cudaError_t try_capture_info(cudaStream_t s, CaptureInfo& i) noexcept {
+#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
+  return cudaStreamGetCaptureInfo(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count);
+#else
+  return cudaStreamGetCaptureInfo_v3(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count);
+#endif
+}
+
 CUGRAPHS_INLINE CaptureInfo capture_info(cudaStream_t s, std::string_view op) {
   CaptureInfo i;
-#if CUGRAPHS_CAPTURE_INFO_HAS_EDGES
-  check(cudaStreamGetCaptureInfo(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count),
-        "{}: cudaStreamGetCaptureInfo", op);
-#else
-  check(cudaStreamGetCaptureInfo_v3(s, &i.status, nullptr, &i.graph, &i.deps, &i.edges, &i.count),
-        "{}: cudaStreamGetCaptureInfo", op);
-#endif
+  check(try_capture_info(s, i), "{}: cudaStreamGetCaptureInfo", op);
   return i;
 }
 
