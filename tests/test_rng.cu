@@ -712,7 +712,11 @@ TEST_CASE("RNG: the waits behind PerLaunch::Advance's launch count: a stream wai
           "another stream reaches a value, the host until it has, and a count that wrapped still counts as reached",
           "[rng][gpu]") {
   cugraphs::Stream worker, waiter;
-  DeviceBuffer<unsigned> word(1), seen(1);
+  // The word is plain cudaMalloc memory, as the ring's words are (private_device_memory): on
+  // an H100 (driver 580) the driver refused the wait on a DeviceBuffer's stream-ordered pool
+  // memory (CUDA_ERROR_INVALID_VALUE).
+  cugraphs::detail::PrivateArray<unsigned> word(1, "test word");
+  DeviceBuffer<unsigned> seen(1);
   cugraphs::check(cudaMemset(word.data(), 0, sizeof(unsigned)), "cudaMemset");
   cugraphs::check(cudaMemset(seen.data(), 0, sizeof(unsigned)), "cudaMemset");
 #if CUGRAPHS_CTK_AT_LEAST(12, 5)
