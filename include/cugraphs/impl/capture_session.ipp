@@ -83,9 +83,10 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   const std::string_view per_thread_note =
       !escape && why == cudaErrorStreamCaptureInvalidated && guard_.forked_per_thread()
           ? " The escape check had also forked this thread's per-thread default stream into the capture "
-            "(CaptureOptions::escapes), so a synchronize or query of it (cudaStreamSynchronize(0) or a synchronous "
-            "cudaMemcpy in a unit built with --default-stream per-thread, cudaStreamQuery(cudaStreamPerThread)) "
-            "met a capturing stream: make it after capture_end, or capture with EscapeCheck::Off."
+            "(CaptureOptions::escapes): a synchronize or query of that stream (cudaStreamSynchronize(0) or a "
+            "synchronous cudaMemcpy in a unit built with --default-stream per-thread, "
+            "cudaStreamQuery(cudaStreamPerThread)) meets a capturing stream and fails the capture too; make such "
+            "calls after capture_end, or capture with EscapeCheck::Off."
           : "";
   raise(Error(why, cuda_message(why, escape ? std::string(op) : format("{} (cudaStreamEndCapture)", op), mode_name,
                                 escape ? escape_message() : std::string{}) +
