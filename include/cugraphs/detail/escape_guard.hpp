@@ -21,13 +21,13 @@ namespace cugraphs::detail {
 
 class EscapeGuard {
 public:
-  // Before the capture begins: whether this thread's per-thread default stream on the current
-  // device can be watched (it exists afterwards, and no capture holds it yet).
+  // Before the capture begins: makes sure this thread's per-thread default stream on the
+  // current device exists (its first use creates it).
   void prepare() noexcept;
 
   // Forks this thread's guard stream for capture nesting `depth` on `device` into the
-  // capture on `capture`, and the per-thread default stream where prepare() allowed it and
-  // the capture did not take it as its own stream.
+  // capture on `capture`, and the per-thread default stream where no capture holds it (this
+  // one did not take it as its own stream).
   void fork(cudaStream_t capture, int device, std::size_t depth, std::string_view op);
 
   // Joins the guard (and the per-thread default stream) back into `capture` (they added no
@@ -56,7 +56,6 @@ private:
 
   cudaStream_t guard_ = nullptr;
   cudaEvent_t event_ = nullptr;
-  bool per_thread_free_ = false;  // prepare(): no capture holds the per-thread default stream
   bool per_thread_ = false;       // forked into this capture, not yet joined
   bool forked_per_thread_ = false;
   int device_ = 0;                // the capture's, whose per-thread default stream was forked

@@ -10,13 +10,10 @@
 namespace cugraphs::detail {
 
 CUGRAPHS_INLINE void EscapeGuard::prepare() noexcept {
-  // Asked before the capture begins: the first use of the per-thread default stream creates
-  // it, which is then no call made during the capture. A stream some capture already holds
-  // (an enclosing capture forked it, or captures on it) is left to that capture.
+  // The first use of the per-thread default stream creates it: done here, before the capture
+  // begins, so that it is no call made during the capture.
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  per_thread_free_ = cudaStreamIsCapturing(cudaStreamPerThread, &status) == cudaSuccess &&
-                     status == cudaStreamCaptureStatusNone;
-  if (!per_thread_free_) (void)cudaGetLastError();
+  if (cudaStreamIsCapturing(cudaStreamPerThread, &status) != cudaSuccess) (void)cudaGetLastError();
 }
 
 CUGRAPHS_INLINE void EscapeGuard::fork(cudaStream_t capture, int device, std::size_t depth, std::string_view op) {
@@ -26,10 +23,11 @@ CUGRAPHS_INLINE void EscapeGuard::fork(cudaStream_t capture, int device, std::si
   check(cudaEventRecord(event_, capture), "{}: forking the escape guard (cudaEventRecord)", op);
   check(cudaStreamWaitEvent(g, event_, 0), "{}: forking the escape guard (cudaStreamWaitEvent)", op);
   guard_ = g;
-  if (!per_thread_free_ || capture == cudaStreamPerThread) return;
-  // The capture's own stream when it is stream 0 of a --default-stream per-thread unit (it
-  // captures now), or a stream of another device than the one current (the per-thread stream
-  // named here would be the current device's): not watched.
+  if (capture == cudaStreamPerThread) return;
+  // A stream some capture already holds (an enclosing capture forked it or captures on it, or
+  // it is this capture's own stream: stream 0 of a --default-stream per-thread unit), or a
+  // stream of another device than the one current (the per-thread stream named here would be
+  // the current device's): not watched.
   int current = -1;
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaGetDevice(&current) != cudaSuccess || current != device ||

@@ -152,19 +152,17 @@ CUGRAPHS_INLINE std::string describe_node(cudaGraphNode_t node) {
     return "a node";
   }
   std::string what(node_type_name(type));
-  if (type != cudaGraphNodeTypeKernel) return what + " node";
-  cudaKernelNodeParams p{};
-  const char* name = nullptr;
-#if CUGRAPHS_CTK_AT_LEAST(12, 4)
-  if (cudaGraphKernelNodeGetParams(node, &p) != cudaSuccess || cudaFuncGetName(&name, p.func) != cudaSuccess ||
-      name == nullptr) {
+#if CUGRAPHS_CTK_AT_LEAST(12, 4)  // cudaFuncGetName
+  if (type == cudaGraphNodeTypeKernel) {
+    cudaKernelNodeParams p{};
+    const char* name = nullptr;
+    if (cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess && cudaFuncGetName(&name, p.func) == cudaSuccess &&
+        name != nullptr)
+      return format("kernel {}", graph_queries_detail::demangled(name));
     (void)cudaGetLastError();
-    return what + " node";
   }
-#else
-  return what + " node";  // cudaFuncGetName: CUDA 12.4
 #endif
-  return format("kernel {}", graph_queries_detail::demangled(name));
+  return what + " node";
 }
 
 CUGRAPHS_INLINE std::size_t node_count(cudaGraph_t g, std::string_view op) {
@@ -180,50 +178,56 @@ CUGRAPHS_INLINE std::optional<std::size_t> node_index(cudaGraph_t g, cudaGraphNo
   return std::nullopt;
 }
 
-CUGRAPHS_INLINE bool graph_allocates(cudaGraph_t graph, const void* p, std::string_view op) {
-  const auto address = reinterpret_cast<std::uintptr_t>(p);
-  for (cudaGraphNode_t node : graph_nodes(graph, op)) {
-    cudaGraphNodeType type{};
-    check(cudaGraphNodeGetType(node, &type), "{}: cudaGraphNodeGetType", op);
-    if (type == cudaGraphNodeTypeMemAlloc) {
-      cudaMemAllocNodeParams params{};
-      check(cudaGraphMemAllocNodeGetParams(node, &params), "{}: cudaGraphMemAllocNodeGetParams", op);
-      const auto base = reinterpret_cast<std::uintptr_t>(params.dptr);
-      if (address >= base && address - base < params.bytesize) return true;
-    } else if (type == cudaGraphNodeTypeGraph) {
-      cudaGraph_t child = nullptr;
-      check(cudaGraphChildGraphNodeGetGraph(node, &child), "{}: cudaGraphChildGraphNodeGetGraph", op);
-      if (graph_allocates(child, p, op)) return true;
-    }
+namespace graph_queries_detail {
+
+// The address ranges (base, bytes) that the memory-allocation nodes of `g` and of the child
+// graphs inside it hand out, appended to `out`. A node that cannot be read is passed over; the
+// first such failure is returned (and left on the thread).
+using Ranges = std::vector<std::pair<std::uintptr_t, std::size_t>>;
+inline cudaError_t try_graph_allocations(cudaGraph_t g, Ranges& out) {
+  std::vector<cudaGraphNode_t> nodes;
+  if (const cudaError_t e = try_graph_nodes(g, false, nodes); e != cudaSuccess) return e;
+  cudaError_t first = cudaSuccess;
+  const auto note = [&](cudaError_t e) {
+    if (first == cudaSuccess) first = e;
+    return e == cudaSuccess;
+  };
+  for (cudaGraphNode_t node : nodes) {
+    cudaGraphNodeType t{};
+    if (!note(cudaGraphNodeGetType(node, &t))) continue;
+    if (cudaMemAllocNodeParams a{}; t == cudaGraphNodeTypeMemAlloc && note(cudaGraphMemAllocNodeGetParams(node, &a)))
+      out.emplace_back(reinterpret_cast<std::uintptr_t>(a.dptr), a.bytesize);
+    else if (cudaGraph_t child = nullptr;
+             t == cudaGraphNodeTypeGraph && note(cudaGraphChildGraphNodeGetGraph(node, &child)))
+      (void)note(try_graph_allocations(child, out));
   }
-  return false;
+  return first;
+}
+
+inline bool in_ranges(const Ranges& ranges, const void* p) noexcept {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  return std::ranges::any_of(ranges, [&](const auto& r) { return address - r.first < r.second; });
+}
+
+}  // namespace graph_queries_detail
+
+CUGRAPHS_INLINE bool graph_allocates(cudaGraph_t graph, const void* p, std::string_view op) {
+  graph_queries_detail::Ranges ranges;
+  check(graph_queries_detail::try_graph_allocations(graph, ranges), "{}: reading the graph's allocation nodes", op);
+  return graph_queries_detail::in_ranges(ranges, p);
 }
 
 CUGRAPHS_INLINE std::optional<std::string> pageable_copy(cudaGraph_t g,
     const std::vector<ConditionalMade>& conditionals) noexcept {
   RelaxedCaptureMode relaxed;  // another capture may be open on this thread or, in Global mode, on others
-  // The allocations of g's memory-allocation nodes (child graphs too), found once.
-  std::vector<std::pair<std::uintptr_t, std::size_t>> allocations;
-  const auto gather = [&](const auto& self, cudaGraph_t graph) -> void {
-    std::vector<cudaGraphNode_t> nodes;
-    if (graph_queries_detail::try_graph_nodes(graph, false, nodes) != cudaSuccess) return;
-    for (cudaGraphNode_t node : nodes) {
-      cudaGraphNodeType t{};
-      if (cudaGraphNodeGetType(node, &t) != cudaSuccess) continue;
-      if (cudaMemAllocNodeParams a{}; t == cudaGraphNodeTypeMemAlloc && cudaGraphMemAllocNodeGetParams(node, &a) == cudaSuccess)
-        allocations.emplace_back(reinterpret_cast<std::uintptr_t>(a.dptr), a.bytesize);
-      else if (cudaGraph_t child = nullptr;
-               t == cudaGraphNodeTypeGraph && cudaGraphChildGraphNodeGetGraph(node, &child) == cudaSuccess)
-        self(self, child);
-    }
-  };
-  gather(gather, g);
+  // The allocations of g's memory-allocation nodes, found once (those that can be read).
+  graph_queries_detail::Ranges allocations;
+  (void)graph_queries_detail::try_graph_allocations(g, allocations);
   const auto pageable = [&](const void* p) {
     if (p == nullptr) return false;
     cudaPointerAttributes a{};
     if (cudaPointerGetAttributes(&a, p) != cudaSuccess || a.type != cudaMemoryTypeUnregistered) return false;
-    const auto address = reinterpret_cast<std::uintptr_t>(p);
-    return std::ranges::none_of(allocations, [&](const auto& r) { return address - r.first < r.second; });
+    return !graph_queries_detail::in_ranges(allocations, p);
   };
   std::optional<std::string> found;
   // A node that cannot be read (a kind of copy this runtime does not describe) is passed over.
@@ -238,11 +242,11 @@ CUGRAPHS_INLINE std::optional<std::string> pageable_copy(cudaGraph_t g,
         if (cudaGraphMemcpyNodeGetParams(nodes[i], &p) != cudaSuccess) continue;
         const std::size_t bytes = p.extent.width * std::max<std::size_t>(p.extent.height, 1) *
                                   std::max<std::size_t>(p.extent.depth, 1);
+        if (bytes == 0) continue;
         // A side the copy's kind says is device memory is taken at its word (an address that
         // another graph's allocation node hands out is not backed before that graph runs).
         const bool src_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyDeviceToHost;
         const bool dst_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyHostToDevice;
-        if (bytes == 0) continue;
         if (src_host && p.srcArray == nullptr && pageable(p.srcPtr.ptr))
           found = format("memcpy node {}{}: {} bytes from host address {} reads plain pageable host memory", i,
                          where, bytes, p.srcPtr.ptr);
