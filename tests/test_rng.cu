@@ -196,8 +196,10 @@ TEST_CASE("RNG: a graphed callable that draws random numbers takes its inputs an
           "(no extra node) or through one ring (one head and one tail node), and its calls draw bitwise what eager "
           "calls draw",
           "[rng][graphed][gpu]") {
-  for (const auto per_launch : {PerLaunch::Auto, PerLaunch::Ring}) {
-    INFO("per launch: " << static_cast<int>(per_launch));
+  // The third way reads the inputs in place (InputMode::InPlace): one node set a call.
+  for (const auto& [per_launch, in_place] : {std::pair{PerLaunch::Auto, false}, std::pair{PerLaunch::Ring, false},
+                                            std::pair{PerLaunch::Auto, true}}) {
+    INFO("per launch: " << static_cast<int>(per_launch) << ", in place: " << in_place);
     constexpr std::size_t n = 3000;
     Generator a(77), b(77);
     std::array<DeviceBuffer<float>, 2> inputs{DeviceBuffer<float>(n), DeviceBuffer<float>(n)};
@@ -213,6 +215,7 @@ TEST_CASE("RNG: a graphed callable that draws random numbers takes its inputs an
     cugraphs::GraphedOptions opts;
     opts.warmup_iters = 0;  // no eager draws before the capture
     opts.per_launch = per_launch;
+    opts.inputs = in_place ? cugraphs::InputMode::InPlace : cugraphs::InputMode::Copy;
     auto g = cugraphs::make_graphed_callable(opts, f, cugraphs::DeviceSpan<const float>(inputs[0].span()));
     const bool ring = per_launch == PerLaunch::Ring;
     CHECK(g.graph().per_launch() == (ring ? PerLaunch::Ring : PerLaunch::Parameters));  // Auto: two nodes take values
@@ -230,6 +233,7 @@ TEST_CASE("RNG: a graphed callable that draws random numbers takes its inputs an
     }
     CHECK(a.offset() == b.offset());
     CHECK(a.offset() == 6 * 4);
+    CHECK(g.staged_copies() == (in_place ? 0u : 6u));
   }
 }
 

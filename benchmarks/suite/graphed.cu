@@ -4,7 +4,8 @@
 // the same executable (which, handed its inputs as arguments, stages the last call's again;
 // through the ring, stages nothing). Host cost is timed with the stream kept busy; calls back
 // to back to completion are timed beside it, with the same callable through the ring
-// (PerLaunch::Ring) and f's graph alone (no staging: the floor to completion).
+// (PerLaunch::Ring), the same f with its inputs read in place (InputMode::InPlace: no staging
+// copy, one node update a call) and f's graph alone (no staging: the floor to completion).
 #include "suite.hpp"
 
 #include <cugraphs/graph.hpp>
@@ -47,6 +48,7 @@ __global__ void fill(float* x, std::size_t n, float base) {
 
 struct Figures {
   double graphed, staging, bare, ring, graphed_done, staging_done, bare_done, ring_done, plain_done, same;
+  double in_place, in_place_done;
 };
 
 template <int N>
@@ -73,6 +75,9 @@ Figures run(HostTimer& timer, cudaStream_t stream) {
   cugraphs::GraphedOptions through_ring;
   through_ring.per_launch = cugraphs::PerLaunch::Ring;
   auto gr = cugraphs::make_graphed_callable(through_ring, f, sets[0]);
+  cugraphs::GraphedOptions read_in_place;
+  read_in_place.inputs = cugraphs::InputMode::InPlace;
+  auto gi = cugraphs::make_graphed_callable(read_in_place, f, sets[0]);
   const cudaGraphExec_t exec = g.graph().native_exec();
   const auto& statics = std::get<0>(g.static_inputs());
   // f alone on the static inputs, staging nothing: the floor a call can reach to completion.
@@ -92,6 +97,7 @@ Figures run(HostTimer& timer, cudaStream_t stream) {
   };
   auto graphed = [&] { (void)g(stream, next()); };
   auto ring = [&] { (void)gr(stream, next()); };
+  auto in_place = [&] { (void)gi(stream, next()); };
   // The same inputs at every call (a loop that refills its buffers): the staging copy's
   // arguments stay as they are, and the call costs no node update.
   auto same = [&] { (void)g(stream, sets[0]); };
@@ -103,14 +109,16 @@ Figures run(HostTimer& timer, cudaStream_t stream) {
   // to its cost at 64 inputs).
   const int staging_batch = std::clamp(256 / N, 4, kCallBatch);
   const auto m =
-      timer.medians({graphed, staging, bare, ring, same}, {kCallBatch, staging_batch, kCallBatch, kCallBatch, kCallBatch},
-                    reps(40));
+      timer.medians({graphed, staging, bare, ring, same, in_place},
+                    {kCallBatch, staging_batch, kCallBatch, kCallBatch, kCallBatch, kCallBatch}, reps(40));
 
   const double gd = to_done(graphed, stream), sd = to_done(staging, stream), bd = to_done(bare, stream);
   const double rd = to_done(ring, stream), pd = to_done([&] { plain.replay(stream); }, stream);
+  const double id = to_done(in_place, stream);
+  if (gi.staged_copies() != 0) throw std::runtime_error("graphed callable: the in-place callable copied its inputs");
   // Every call copied each input (none aliases a static buffer).
   if (g.staged_copies() != g.calls() * N) throw std::runtime_error("graphed callable: unexpected staged copy count");
-  return {m[0], m[1], m[2], m[3], gd, sd, bd, rd, pd, m[4]};
+  return {m[0], m[1], m[2], m[3], gd, sd, bd, rd, pd, m[4], m[5], id};
 }
 
 }  // namespace
@@ -123,7 +131,7 @@ void graphed_section(Report& report, cudaStream_t stream) {
   std::printf("%6s %12s %12s %12s %10s %10s %8s %8s | to done: %s\n", "inputs", "callable", "staging", "bare",
               "vs bare", "vs staging", "goals", "", "callable / staging / bare");
   std::vector<double> inputs, graphed, staging, bare, graphed_done, staging_done, bare_done, ring, ring_done, plain_done,
-      same;
+      same, in_place, in_place_done;
   auto one = [&](auto tag) {
     constexpr int n = decltype(tag)::value;
     const Figures f = run<n>(timer, stream);
@@ -144,15 +152,25 @@ void graphed_section(Report& report, cudaStream_t stream) {
       verdicts += report.goal(
           {"graphed", "call_done_vs_plain_done", "call / f's graph alone, to completion, 16 inputs", "inputs", n},
           f.graphed_done / f.plain_done, "<=", 1.15);
+      // The same f with its inputs read in place: no staging copy at all.
+      verdicts += " ";
+      verdicts += report.goal({"graphed", "in_place_done_vs_plain_done",
+                               "in-place call / f's graph alone, to completion, 16 inputs", "inputs", n},
+                              f.in_place_done / f.plain_done, "<=", 1.15);
+      verdicts += " ";
+      verdicts += report.goal(
+          {"graphed", "in_place_vs_bare", "in-place call / bare launch host cost, 16 inputs", "inputs", n},
+          f.in_place / f.bare, "<=", 1.3);
       report.torch_goal({"graphed", "torch_call_vs_call",
                          "PyTorch make_graphed_callables call / GraphedCallable call, 16 inputs", "inputs", n},
                         "torch_graphed_us", "graphed_us", ">=", 50.0);
     }
     std::printf("%6d %9.2f us %9.2f us %9.2f us %10.3f %10.3f %8s %8s | %.2f / %.2f / %.2f us; ring %.2f us "
-                "(host %.2f), f alone %.2f us; same inputs: host %.2f us (%.3f x bare)\n",
+                "(host %.2f), in place %.2f us (host %.2f, %.3f x bare), f alone %.2f us; same inputs: host %.2f us "
+                "(%.3f x bare)\n",
                 n, f.graphed, f.staging, f.bare, vs_bare, vs_staging, n == 16 ? "1.3,.1,1.15" : "<= 1.3",
-                verdicts.c_str(), f.graphed_done, f.staging_done, f.bare_done, f.ring_done, f.ring, f.plain_done, f.same,
-                f.same / f.bare);
+                verdicts.c_str(), f.graphed_done, f.staging_done, f.bare_done, f.ring_done, f.ring, f.in_place_done,
+                f.in_place, f.in_place / f.bare, f.plain_done, f.same, f.same / f.bare);
     inputs.push_back(n);
     graphed.push_back(f.graphed);
     staging.push_back(f.staging);
@@ -164,6 +182,8 @@ void graphed_section(Report& report, cudaStream_t stream) {
     ring_done.push_back(f.ring_done);
     plain_done.push_back(f.plain_done);
     same.push_back(f.same);
+    in_place.push_back(f.in_place);
+    in_place_done.push_back(f.in_place_done);
   };
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (one(std::integral_constant<int, kInputCounts[I]>{}), ...);
@@ -181,6 +201,8 @@ void graphed_section(Report& report, cudaStream_t stream) {
   sec["ring_done_us"] = ring_done;
   sec["plain_done_us"] = plain_done;  // f's graph alone
   sec["same_inputs_us"] = same;       // the callable called with the same inputs every time
+  sec["in_place_us"] = in_place;      // the same f, InputMode::InPlace
+  sec["in_place_done_us"] = in_place_done;
   sec["uncovered_batches"] = timer.uncovered();
 }
 

@@ -20,6 +20,7 @@
 
 #include <array>
 #include <cstdio>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -164,29 +165,40 @@ void rng_staged(Report& report, cudaStream_t stream, cugraphs::Generator& gen) {
   cugraphs::GraphedOptions through_ring;
   through_ring.per_launch = cugraphs::PerLaunch::Ring;
   auto by_ring = cugraphs::make_graphed_callable(through_ring, f(true), sets[0]);
+  cugraphs::GraphedOptions read_in_place;
+  read_in_place.inputs = cugraphs::InputMode::InPlace;
+  auto in_place = cugraphs::make_graphed_callable(read_in_place, f(true), sets[0]);
   cugraphs::Graph plain;
   cugraphs::capture(plain, [&](cudaStream_t) { f(false)(std::get<0>(by_args.static_inputs())); });
   cugraphs::check_launch("sum_plus_uniform");
   int turn = 0;
   auto call_args = [&] { (void)by_args(stream, sets[turn++ % 2]); };
   auto call_ring = [&] { (void)by_ring(stream, sets[turn++ % 2]); };
+  auto call_in_place = [&] { (void)in_place(stream, sets[turn++ % 2]); };
   auto replay_plain = [&] { plain.replay(stream); };
   const double ad = to_done(call_args, stream), rd = to_done(call_ring, stream), pd = to_done(replay_plain, stream);
+  const double id = to_done(call_in_place, stream);
   HostTimer timer(stream);
-  const auto h = timer.medians({call_args, call_ring, replay_plain}, 16, reps(40), 3);
+  const auto h = timer.medians({call_args, call_ring, replay_plain, call_in_place}, 16, reps(40), 3);
+  if (in_place.staged_copies() != 0) throw std::runtime_error("rng: the in-place callable copied its inputs");
   const std::string v = report.goal({"rng", "staged_rng_done_vs_plain", "16-input call that draws / f's graph alone, "
                                                                        "to completion"},
                                     ad / pd, "<=", 1.15);
+  const std::string vi = report.goal({"rng", "in_place_rng_done_vs_plain",
+                                      "16-input call that draws, inputs in place / f's graph alone, to completion"},
+                                     id / pd, "<=", 1.15);
   std::printf("\n== RNG and staging in one call: 16 inputs of 4 KiB and one drawing kernel (%s)\n",
               by_args.graph().per_launch() == cugraphs::PerLaunch::Parameters ? "values as arguments" : "ring");
   std::printf("%-22s %12s %12s %12s | %10s %10s %10s\n", "", "args done", "ring done", "alone done", "args host",
               "ring host", "alone host");
   std::printf("%-22s %9.2f us %9.2f us %9.2f us | %7.2f us %7.2f us %7.2f us  args/alone %.3f (<= 1.15) %s\n",
               "per call", ad, rd, pd, h[0], h[1], h[2], ad / pd, v.c_str());
+  std::printf("%-22s done %.2f us, host %.2f us: done / alone %.3f (<= 1.15) %s, host / alone %.3f\n",
+              "inputs in place", id, h[3], id / pd, vi.c_str(), h[3] / h[2]);
   Json& sec = report.section("rng_staged");
-  const char* ways[] = {"args", "ring", "plain"};
-  const double done[] = {ad, rd, pd};
-  for (int w = 0; w < 3; ++w) {
+  const char* ways[] = {"args", "ring", "plain", "in_place"};
+  const double done[] = {ad, rd, pd, id};
+  for (int w = 0; w < 4; ++w) {
     sec[std::string(ways[w]) + "_done_us"] = done[w];
     sec[std::string(ways[w]) + "_host_us"] = h[static_cast<std::size_t>(w)];
   }

@@ -65,10 +65,12 @@ public:
   void replay(cudaStream_t stream);
 
   /// Replays with a graphed callable's inputs staged inside the graph: `stage(words)` writes
-  /// this launch's input addresses, a word a leaf (0: not copied), and may throw first.
+  /// this launch's input addresses, a word a leaf (0: the static input itself), and may throw
+  /// first. Returns whether the launch reads the inputs in place (InputMode::InPlace) rather
+  /// than copying them.
   template <class Stage>
-  void replay_staged(cudaStream_t stream, Stage&& stage, std::string_view op) {
-    launch_staged(stream, detail::StageRef(stage), op);
+  bool replay_staged(cudaStream_t stream, Stage&& stage, std::string_view op) {
+    return launch_staged(stream, detail::StageRef(stage), op);
   }
 
   /// The seed's stage_and_launch: copies every leaf of `inputs` onto the matching leaf of
@@ -218,7 +220,7 @@ private:
   }
 
   // The non-template steps of the templates above, in the compiled part.
-  void launch_staged(cudaStream_t stream, detail::StageRef stage, std::string_view op);
+  bool launch_staged(cudaStream_t stream, detail::StageRef stage, std::string_view op);
   void set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node,
                          const cudaKernelNodeParams& p, std::string_view op);
   [[nodiscard]] bool holds_capture(std::uint64_t capture) const noexcept;

@@ -33,6 +33,9 @@ struct GraphedOptions {
   cudaStream_t stream = nullptr;
   /// How each call hands the graph its input addresses and random-number offsets (PerLaunch).
   PerLaunch per_launch = PerLaunch::Auto;
+  /// Whether calls copy their inputs onto the static inputs (Copy) or f's kernels read them
+  /// where they are (InPlace: no copy, a call as fast as f's graph; see InputMode).
+  InputMode inputs = InputMode::Copy;
 };
 
 namespace detail {
@@ -151,7 +154,8 @@ void warm_up_callable(F& f, cudaStream_t s, int iterations, const Args&... sampl
 
 /// A callable captured into a graph with static input and output surfaces. Calling it
 /// checks every input's size (before anything is enqueued), stages the inputs onto the
-/// static buffers (inputs already at their static buffer's address are not copied) and
+/// static buffers (inputs already at their static buffer's address are not copied; with
+/// InputMode::InPlace, f's kernels are handed the inputs' addresses instead) and
 /// replays the graph, all in about one graph launch's host cost, and returns the static
 /// outputs (overwritten by the next call). Calls come from one thread at a time and may go
 /// to any streams: CUDA runs the launches of one executable one after another, so each call
@@ -173,7 +177,8 @@ public:
 
   GraphedCallable(detail::BuildTag, F f, const GraphedOptions& opts, const PoolHandle& pool,
                   const Args&... samples)
-      : f_(std::move(f)), checked_pool_(pool.checked() ? pool.impl() : nullptr) {
+      : f_(std::move(f)), checked_pool_(pool.checked() ? pool.impl() : nullptr),
+        in_place_(opts.inputs == InputMode::InPlace) {
     constexpr std::string_view op = "make_graphed_callable";
     std::array<detail::StageTarget, input_leaves> targets{};
     std::size_t max_bytes = 0;
@@ -201,7 +206,7 @@ public:
       std::apply([&, this](const auto&... statics) { (detail::visit_leaves(statics, next, record), ...); }, *static_inputs_);
       // Each call hands the graph its input addresses (as the copy's arguments, or through
       // the ring's head); this copy, captured before f, moves them onto the static inputs.
-      const auto staging = detail::stage_in_capture(input_leaves, op);
+      const auto staging = detail::stage_in_capture(std::span<const detail::StageTarget>(targets), in_place_, op);
       args_ = {targets_.data(), staging.sources, staging.control, static_cast<unsigned>(input_leaves),
                static_cast<unsigned>(std::clamp<std::size_t>(max_bytes / (256 * 16 * 4), 1, 64)), {}};
       if constexpr (input_leaves > 0) detail::launch_stage(args_, scope.stream(), op);
@@ -230,7 +235,7 @@ public:
       : f_(std::move(o.f_)), owners_(std::move(o.owners_)), targets_(std::move(o.targets_)),
         graph_(std::move(o.graph_)), static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
         static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), args_(o.args_), copies_(o.copies_),
-        calls_(o.calls_), checked_pool_(std::move(o.checked_pool_)), names_(o.names_) {}
+        calls_(o.calls_), checked_pool_(std::move(o.checked_pool_)), names_(o.names_), in_place_(o.in_place_) {}
   GraphedCallable& operator=(GraphedCallable&&) = delete;
   GraphedCallable(const GraphedCallable&) = delete;
   GraphedCallable& operator=(const GraphedCallable&) = delete;
@@ -270,7 +275,7 @@ public:
     // slot. A leaf that fails its check throws before the slot is published, so the slot,
     // written in part, is never seen by the device: the next call writes it afresh.
     std::uint64_t copies = 0;
-    graph_.replay_staged(stream, [&, this](std::span<unsigned long long> slot) {
+    const bool in_place = graph_.replay_staged(stream, [&, this](std::span<unsigned long long> slot) {
       [[maybe_unused]] auto stage_leaf = [&, this](std::size_t i, auto leaf) {
         detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op, names_.leaf);
         if (checked_pool_) [[unlikely]]
@@ -284,11 +289,12 @@ public:
       (detail::visit_leaves(inputs, next, stage_leaf), ...);
     }, op);
     ++calls_;
-    copies_ += copies;
+    copies_ += in_place ? 0 : copies;
     return *outputs_;
   }
 
-  /// The static inputs f was captured with (buffers from the graph's pool).
+  /// The static inputs f was captured with (buffers from the graph's pool). With
+  /// InputMode::InPlace they hold what the last call that copied copied (the samples at first).
   [[nodiscard]] const std::tuple<Args...>& static_inputs() const noexcept { return *static_inputs_; }
   /// The static outputs every call overwrites.
   [[nodiscard]] const Outputs& static_outputs() const noexcept { return *outputs_; }
@@ -307,7 +313,8 @@ public:
   void set_kernel_arg(const KernelNode<P...>& node, const V&... values) {
     graph_.template set_kernel_arg<I...>(node, values...);
   }
-  /// How many input leaves calls have copied so far (aliased inputs are not copied).
+  /// How many input leaves calls have copied so far (aliased inputs, and inputs read in place,
+  /// are not copied).
   [[nodiscard]] std::uint64_t staged_copies() const noexcept { return copies_; }
   [[nodiscard]] std::uint64_t calls() const noexcept { return calls_; }
 
@@ -317,10 +324,12 @@ private:
 
   [[nodiscard]] bool moved_from() const noexcept { return graph_.native_exec() == nullptr; }
 
+  // Read in place, a static input gets one element more than it shows, so that no other buffer
+  // starts one past its end: an address there in f's arguments is unmistakably this input's.
   template <class Leaf>
   Leaf static_leaf(Leaf sample) {
     using Value = typename Leaf::value_type;
-    auto buffer = std::make_shared<DeviceBuffer<Value>>(sample.size());
+    auto buffer = std::make_shared<DeviceBuffer<Value>>(sample.size() + (in_place_ ? 1 : 0));
     Leaf leaf(buffer->data(), sample.size());
     owners_.push_back(std::move(buffer));
     return leaf;
@@ -339,6 +348,7 @@ private:
   std::uint64_t calls_ = 0;
   std::shared_ptr<detail::Pool> checked_pool_;  // set when the pool is checked
   detail::CallNames names_;                     // set by a GraphedPair for its two halves
+  bool in_place_ = false;                       // InputMode::InPlace
 };
 
 /// Warms `f` up (opts.warmup_iters eager calls on the capture stream), captures

@@ -44,4 +44,23 @@ enum class PerLaunch { Auto, Parameters, Ring, Advance };
 /// launch in series with the graph's work, and the host about nothing, 2026-12-05.)
 inline constexpr unsigned kAutoParameterNodes = 12;
 
+/// How a graphed callable's calls hand f's graph their inputs. Copy (the default): each call
+/// copies every input onto its static buffer inside the graph (one staging kernel before f's
+/// work), so f's graph reads the static inputs, as captured. InPlace: each call gives f's
+/// kernels the inputs' own addresses as kernel arguments (the static inputs' addresses found
+/// in the arguments of f's kernel nodes after the capture, rebound at every call by the node
+/// updates PerLaunch::Parameters makes) and the staging kernel is disabled: nothing is copied,
+/// a call takes f's graph's time to complete, and f reads (and, where it writes its inputs,
+/// writes) the caller's buffers, as the same f called eagerly would. A call whose input lies in
+/// memory the graph itself uses (its pool's segments, its allocation nodes: the outputs of
+/// this callable or of another sharing its pool, which f's temporaries may overwrite while
+/// reading it) copies that call as Copy does, so that nothing reads memory the graph
+/// overwrites. The static inputs then hold what the last copying call copied (the samples at
+/// first). InPlace is an Error at capture time, naming the node, where f's graph reaches a
+/// static input other than through kernel arguments of its top-level kernel nodes (a copy or
+/// a memset of it, a kernel of a library whose arguments the runtime cannot read, a kernel in
+/// a conditional body or a child graph) or under PerLaunch::Ring, and for graphed pairs (the
+/// backward reads the forward's static inputs).
+enum class InputMode { Copy, InPlace };
+
 }  // namespace cugraphs

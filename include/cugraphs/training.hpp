@@ -312,9 +312,18 @@ namespace detail {
 
 // Makes graphed pairs: the free functions below, with access to the pairs' machinery.
 struct PairMaker {
+  // A pair's backward reads the static inputs its forward was captured with, which inputs
+  // read in place would leave stale.
+  static void refuse_in_place(const GraphedOptions& opts, std::string_view op) {
+    if (opts.inputs == InputMode::InPlace)
+      throw_misuse(op, "graphed pairs copy their inputs (InputMode::Copy): the backward reads the static inputs "
+                       "the forward was captured with, which inputs read in place would leave stale");
+  }
+
   template <class F, class B, class... S>
   static GraphedPair<std::decay_t<F>, std::decay_t<B>, S...> make(const GraphedOptions& opts, F&& forward,
                                                                   B&& backward, const S&... samples) {
+    refuse_in_place(opts, "make_graphed_pair");
     using Pair = GraphedPair<std::decay_t<F>, std::decay_t<B>, S...>;
     typename Pair::ForwardFn fwd{std::decay_t<F>(std::forward<F>(forward)), {unmarked(samples)...}};
     std::decay_t<B> bwd(std::forward<B>(backward));
@@ -328,6 +337,7 @@ struct PairMaker {
   template <class... Fs, class... Bs, class... Samples>
   static auto make_many(std::tuple<std::pair<Fs, Bs>...>& pairs, const std::tuple<Samples...>& samples,
                         const GraphedOptions& opts) {
+    refuse_in_place(opts, "make_graphed_pairs");
     constexpr auto indices = std::index_sequence_for<Fs...>{};
     auto pair_type = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
       return std::apply(

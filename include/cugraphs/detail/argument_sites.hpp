@@ -7,6 +7,17 @@
 // that reaches the device otherwise (inside a conditional body or a child graph, through a
 // kernel only the driver can read, through a copy from host memory) would be refreshed by
 // nothing. LaunchRing (launch_ring.hpp) chooses between this and its ring.
+//
+// A graphed callable made with InputMode::InPlace goes further: the static inputs' addresses
+// found in the arguments of f's kernel nodes (any 8-byte word from a leaf's first byte to one
+// past its last, the leaf padded so that no other buffer starts there) are rebound at every
+// call to the inputs' own, and the staging copy's node is disabled (cudaGraphNodeSetEnabled),
+// so that f reads the caller's buffers and nothing is copied. find() refuses a graph that
+// reaches a static input any other way (a copy, a memset, a kernel it cannot read or cannot
+// update: a library's, or one in a conditional body or a child graph). A call whose input lies
+// in memory the graph uses itself (its pool's segments and allocation nodes, which f's
+// temporaries and this and other callables' outputs occupy) copies as usual that call: the
+// staging node enabled again and f's arguments set back to the static inputs.
 #pragma once
 
 #include <cugraphs/config.hpp>
@@ -51,18 +62,23 @@ struct DrawMade {
 class ArgumentSites {
 public:
   // What the capture recorded: the generators' device words ((seed, offset) pairs), every
-  // draw, and the staging copy's source table and width (null, 0: no staging).
+  // draw, and the staging copy's source table and width (null, 0: no staging); for inputs read
+  // in place, the static inputs and the memory the graph's pool holds (address, bytes).
+  using Range = std::pair<std::uintptr_t, std::size_t>;
   struct Recorded {
     const unsigned long long* words;
     std::size_t generators;
     std::span<const DrawMade> draws;
     const void* sources;
     unsigned leaves;
+    std::span<const StageTarget> statics = {};
+    bool in_place = false;
+    std::span<const Range> pool = {};
   };
   // Each generator's (seed, offset) for one launch.
   using Taken = std::span<const std::pair<std::uint64_t, std::uint64_t>>;
 
-  explicit ArgumentSites(const Recorded& rec) : rec_(rec) {}
+  explicit ArgumentSites(const Recorded& rec) : rec_(rec), shield_(rec.pool.begin(), rec.pool.end()) {}
 
   // Finds the kernel nodes of `g` that take the graph's per-launch values as arguments.
   // Returns why launches cannot hand the values over that way, or none (then nodes() says
@@ -88,9 +104,10 @@ public:
     if (bound_ == exec) [[likely]]
       return;
     for (PatchedNode& n : patched_) {
-      n.target = resolve(n.index, n.node);
+      if (n.node != nullptr) n.target = resolve(n.index, n.node);  // else added by set_node_params for exec
       n.current = false;
     }
+    staging_enabled_.reset();
     bound_ = exec;
   }
 
@@ -99,9 +116,16 @@ public:
 
   // Sets every patched node of `exec` with this launch's values; a node that already holds
   // them (a graphed callable called again with the same inputs, and no draw) is left as it is.
+  // With inputs read in place, this launch's inputs are first judged (in place, or copied when
+  // one lies in the graph's own memory) and the staging node enabled or disabled to match.
   void set_nodes(cudaGraphExec_t exec, Taken taken, std::string_view op) {
-    for (PatchedNode& n : patched_) set_node(exec, n, taken, op);
+    if (rec_.in_place) choose_in_place(exec, op);
+    for (PatchedNode& n : patched_)
+      if (!(in_place_now_ && n.stage)) set_node(exec, n, taken, op);  // a disabled staging node is left
   }
+
+  // Whether the last launch read its inputs in place (InputMode::InPlace, nothing copied).
+  [[nodiscard]] bool in_place_now() const noexcept { return in_place_now_; }
 
   // Waits for the event the last launch records at its end (the executable's launches run in
   // order, so its completion is all of theirs; a graph that only draws has none: like any
@@ -135,7 +159,7 @@ public:
       return;
     }
     PatchedNode next{it != patched_.end() ? it->index : 0, it != patched_.end() ? it->node : nullptr, target,
-                     KernelArgs(p, std::move(*layout)), {}, {}};
+                     KernelArgs(p, std::move(*layout)), {}, {}, {}};
     next.function = function;
     find_sites(next);
     if (it == patched_.end()) {
@@ -144,7 +168,15 @@ public:
                          "captured, and this graph refreshes its offsets as the drawing nodes' kernel arguments "
                          "(PerLaunch::Parameters), so nothing would refresh them here. Draw in this node when "
                          "capturing, or capture with PerLaunch::Ring");
-      set(p);
+      if (next.leaves.empty()) {
+        set(p);
+        return;
+      }
+      // A node that now takes a static input's address: rebound at every launch from now on.
+      (void)write_values(next, taken);
+      set(next.args.launch());
+      next.current = true;
+      patched_.push_back(std::move(next));
       return;
     }
     if (!taken.empty()) (void)write_values(next, taken);
@@ -166,6 +198,12 @@ private:
       DrawMade draw;
     };
     std::vector<Site> draws;
+    struct LeafSite {
+      std::size_t at;       // byte of the address in the arguments
+      unsigned leaf;        // the static input it points into
+      std::uint64_t delta;  // how far past the leaf's first byte
+    };
+    std::vector<LeafSite> leaves;      // inputs read in place: the static inputs' addresses
     std::optional<std::size_t> stage;  // byte of the StageArgs
     bool current = false;  // the executable's node holds `args` as they are
     cudaFunction_t function = nullptr;  // the kernel's (kernel_function), found when the node is readied
@@ -189,8 +227,27 @@ private:
   }
 
   // Where `n`'s arguments hold a PhiloxArgs of this graph's draws or the staging copy's
-  // StageArgs (its table of sources is this ring's, whatever it reads them from).
+  // StageArgs (its table of sources is this ring's, whatever it reads them from), and with
+  // inputs read in place, the static inputs' addresses (not in the staging node).
   void find_sites(PatchedNode& n) const;
+
+  // The static input whose bytes (first to one past the last) hold address `w`, if one does.
+  [[nodiscard]] std::optional<unsigned> leaf_at(std::uint64_t w) const noexcept;
+  // The first static input whose address a word (at 8-byte steps) of `bytes` holds.
+  [[nodiscard]] std::optional<unsigned> leaf_in(std::span<const std::byte> bytes) const noexcept;
+  // The first static input that [p, p + bytes) overlaps.
+  [[nodiscard]] std::optional<unsigned> leaf_overlapped(const void* p, std::size_t bytes) const noexcept;
+
+  // With inputs read in place: why `node` (index `i` of the graph, or inside a body or child
+  // graph when `nested`) reaches a static input some way that a launch cannot rebind, or none.
+  // A top-level kernel node the runtime can read is judged by find_sites instead.
+  [[nodiscard]] std::optional<std::string> reaches_statics(cudaGraphNode_t node, std::size_t i, bool nested,
+                                                           const std::vector<ConditionalMade>& conditionals,
+                                                           std::string_view op) const;
+
+  // Whether this launch's inputs can be read in place (none lies in the graph's own memory),
+  // and the staging node enabled or disabled to match.
+  void choose_in_place(cudaGraphExec_t exec, std::string_view op);
 
   // The first draw whose PhiloxArgs a memcpy node copies from pinned or managed memory (as the
   // host holds them now), which only the ring refreshes; none for other nodes, and for
@@ -214,6 +271,9 @@ private:
   bool write_values(PatchedNode& n, Taken taken) noexcept;
 
   Recorded rec_;
+  std::vector<Range> shield_;  // inputs read in place: the graph's own memory, where an input is copied
+  std::optional<bool> staging_enabled_;  // the executable's staging node's state, once set
+  bool in_place_now_ = false;            // the last launch's inputs were read in place
   std::vector<PatchedNode> patched_;
   std::vector<unsigned long long> staged_;  // this launch's input addresses
   cudaGraphExec_t bound_ = nullptr;         // the executable patched_'s targets name

@@ -71,6 +71,8 @@ public:
   [[nodiscard]] std::vector<void*> take_free_segments(std::span<const std::uint64_t> open);
 
   [[nodiscard]] std::vector<void*> segment_bases() const;
+  // The live segments' (address, bytes).
+  [[nodiscard]] std::vector<std::pair<std::uintptr_t, std::size_t>> segment_ranges() const;
 
   [[nodiscard]] std::size_t reserved_bytes() const noexcept { return reserved_; }
   [[nodiscard]] std::size_t allocated_bytes() const noexcept { return allocated_; }

@@ -99,8 +99,9 @@ public:
   };
   [[nodiscard]] Draw draw(const std::shared_ptr<GeneratorState>& g, std::uint64_t reserved, std::string_view op);
 
-  // Readies staging of `leaves` input addresses per launch (once per graph).
-  [[nodiscard]] Staging stage(std::size_t leaves, std::string_view op);
+  // Readies staging of one input address per static input per launch (once per graph);
+  // `in_place`: InputMode::InPlace (argument_sites.hpp).
+  [[nodiscard]] Staging stage(std::span<const StageTarget> statics, bool in_place, std::string_view op);
 
   // Once the capture has ended: the generators may advance again outside captures.
   void end_capture() noexcept;
@@ -115,6 +116,7 @@ public:
     bool updatable;  // the graph holds device-updatable kernel nodes, which node updates from the host would overwrite
     const std::vector<ConditionalMade>& conditionals;  // the conditional nodes its capture made
     int device;  // the capture's
+    std::span<const ArgumentSites::Range> pool;  // the segments of the pool captured into
   };
   void attach(cudaGraph_t g, cudaStream_t stream, const GraphFacts& facts, std::string_view op);
 
@@ -122,6 +124,8 @@ public:
   // (else through the ring).
   [[nodiscard]] bool by_arguments() const noexcept { return sites_.has_value(); }
   [[nodiscard]] bool advancing() const noexcept { return advancing_; }
+  // Whether the last launch read a graphed callable's inputs in place (nothing copied).
+  [[nodiscard]] bool read_in_place() const noexcept { return sites_ && sites_->in_place_now(); }
 
   // ---- every launch
 
@@ -268,6 +272,8 @@ private:
   std::vector<DrawMade> draws_;    // every draw of the capture, in order
   std::vector<std::pair<std::uint64_t, std::uint64_t>> taken_;  // this launch's (seed, offset) a generator
   unsigned leaves_ = 0;
+  std::vector<StageTarget> statics_;  // the static inputs
+  bool in_place_ = false;             // InputMode::InPlace
   bool capturing_ = true;
   PerLaunch policy_;
   std::optional<ArgumentSites> sites_;  // values as kernel arguments, when chosen

@@ -33,6 +33,8 @@ public:
   [[nodiscard]] std::size_t reserved_bytes() const;
   [[nodiscard]] std::size_t allocated_bytes() const;
   [[nodiscard]] std::size_t segment_count() const;
+  // The segments' (address, bytes): the memory graphs captured into the pool may use.
+  [[nodiscard]] std::vector<std::pair<std::uintptr_t, std::size_t>> segment_ranges() const;
 
   // Hands out `bytes` (rounded up to the block alignment) for capture `capture` on `stream`.
   [[nodiscard]] Block* allocate(std::size_t bytes, std::uint64_t capture, cudaStream_t stream);

@@ -6,6 +6,7 @@
 
 #include <cugraphs/config.hpp>
 #include <cugraphs/detail/condition_source.hpp>
+#include <cugraphs/detail/launchers.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -115,8 +116,10 @@ struct StagingWords {
   const unsigned long long* control;  // [1]: this launch took a slot
   const void* const* sources;
 };
-// Readies staging of `leaves` input addresses per launch in the innermost capture.
-[[nodiscard]] CUGRAPHS_INLINE StagingWords stage_in_capture(std::size_t leaves, std::string_view op);
+// Readies staging onto `statics` (one input address per static input per launch) in the
+// innermost capture; `in_place`: InputMode::InPlace.
+[[nodiscard]] CUGRAPHS_INLINE StagingWords stage_in_capture(std::span<const StageTarget> statics, bool in_place,
+                                                           std::string_view op);
 
 // A collective captured by the innermost capture (cugraphs/nccl.hpp), when `stream` captures.
 CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line);

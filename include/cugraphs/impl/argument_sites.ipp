@@ -17,18 +17,23 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
   std::vector<PatchedNode> found;
   std::vector<bool> seen(rec_.draws.size(), false);
   std::optional<std::string> elsewhere;  // how a draw may reach the device other than as patched arguments
+  std::optional<std::string> unbound;    // inputs read in place: how a static input is reached otherwise
   bool staged = false;
   for (std::size_t i = 0; i < nodes.size(); ++i) {
     cudaGraphNodeType t{};
-    if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
+    if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) {
+      if (rec_.in_place && !unbound) unbound = format("node {} is of a type CUDA cannot say", i);
+      continue;
+    }
     auto args = t == cudaGraphNodeTypeKernel ? KernelArgs::read(nodes[i]) : std::nullopt;
     if (!args) {
       if (!rec_.draws.empty() && !elsewhere) elsewhere = draw_elsewhere(nodes[i], false, conditionals, op);
+      if (rec_.in_place && !unbound) unbound = reaches_statics(nodes[i], i, false, conditionals, op);
       continue;
     }
-    PatchedNode n{i, nodes[i], nullptr, std::move(*args), {}, {}};
+    PatchedNode n{i, nodes[i], nullptr, std::move(*args), {}, {}, {}};
     find_sites(n);
-    if (n.draws.empty() && !n.stage) continue;
+    if (n.draws.empty() && !n.stage && n.leaves.empty()) continue;
     for (const auto& site : n.draws)
       for (std::size_t d = 0; d < rec_.draws.size(); ++d)
         if (rec_.draws[d].generator == site.draw.generator && rec_.draws[d].offset == site.draw.offset) seen[d] = true;
@@ -45,11 +50,14 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
   if (elsewhere) return *elsewhere + ", which only the ring refreshes";
   if (rec_.sources != nullptr && rec_.leaves != 0 && !staged)
     return std::string("the staging copy's arguments were not found in the graph");
+  if (unbound) return *unbound;
   patched_ = std::move(found);
   return std::nullopt;
 }
 
 CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
+  if (rec_.in_place)
+    for (const Range& r : graph_allocation_ranges(g)) shield_.push_back(r);
   if (rec_.sources != nullptr) done_ = add_end_event(g, graph_sinks(g, op), op);
   for (PatchedNode& n : patched_) {
     // The node's kernel function, found now, on the capture's device, for the updates of every
@@ -84,6 +92,7 @@ CUGRAPHS_INLINE void ArgumentSites::find_sites(PatchedNode& n) const {
       n.draws.push_back({q.offset + at, d});
       return false;
     });
+  n.leaves.clear();
   if (rec_.sources == nullptr) return;
   for (const auto& q : n.args.params()) {
     if (q.size != sizeof(StageArgs)) continue;
@@ -91,6 +100,154 @@ CUGRAPHS_INLINE void ArgumentSites::find_sites(PatchedNode& n) const {
     std::memcpy(&a, n.args.bytes() + q.offset, sizeof a);
     if (a.sources == rec_.sources && a.leaves == rec_.leaves) n.stage = q.offset;
   }
+  if (!rec_.in_place || n.stage) return;
+  for (const auto& q : n.args.params())
+    for (std::size_t at = 0; at + 8 <= q.size; at += 8) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, n.args.bytes() + q.offset + at, sizeof w);
+      if (const auto leaf = leaf_at(w))
+        n.leaves.push_back({q.offset + at, *leaf, w - reinterpret_cast<std::uintptr_t>(rec_.statics[*leaf].dst)});
+    }
+}
+
+CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::leaf_at(std::uint64_t w) const noexcept {
+  for (std::size_t i = 0; i < rec_.statics.size(); ++i) {
+    const auto base = reinterpret_cast<std::uintptr_t>(rec_.statics[i].dst);
+    if (w >= base && w - base <= rec_.statics[i].bytes) return static_cast<unsigned>(i);
+  }
+  return std::nullopt;
+}
+
+CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::leaf_in(std::span<const std::byte> bytes) const noexcept {
+  for (std::size_t at = 0; at + 8 <= bytes.size(); at += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, bytes.data() + at, sizeof w);
+    if (const auto leaf = leaf_at(w)) return leaf;
+  }
+  return std::nullopt;
+}
+
+CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::leaf_overlapped(const void* p, std::size_t bytes) const noexcept {
+  const auto a = reinterpret_cast<std::uintptr_t>(p);
+  for (std::size_t i = 0; i < rec_.statics.size(); ++i) {
+    const auto base = reinterpret_cast<std::uintptr_t>(rec_.statics[i].dst);
+    if (a < base + rec_.statics[i].bytes + 1 && base < a + std::max<std::size_t>(bytes, 1)) return static_cast<unsigned>(i);
+  }
+  return std::nullopt;
+}
+
+CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGraphNode_t node, std::size_t i,
+    bool nested, const std::vector<ConditionalMade>& conditionals, std::string_view op) const {
+  const std::string where = nested ? std::string("a node inside a conditional body or a child graph")
+                                   : format("node {}", i);
+  cudaGraphNodeType t{};
+  if (cudaGraphNodeGetType(node, &t) != cudaSuccess) return where + ", of a type CUDA cannot say";
+  const auto inside = [&, this](cudaGraph_t body) -> std::optional<std::string> {
+    for (cudaGraphNode_t n : graph_nodes(body, op))
+      if (auto why = reaches_statics(n, i, true, conditionals, op)) return why;
+    return std::nullopt;
+  };
+  const auto names = [](unsigned leaf) { return format("static input leaf {}", leaf); };
+  switch (t) {
+    case cudaGraphNodeTypeKernel: {
+      std::optional<unsigned> leaf;
+      if (const auto args = KernelArgs::read(node)) {
+        for (const auto& q : args->params())
+          if (!leaf) leaf = leaf_in({args->bytes() + q.offset, q.size});
+      } else if (const auto blobs = driver_kernel_args(node)) {
+        for (const auto& b : *blobs)
+          if (!leaf) leaf = leaf_in(b);
+        if (leaf)
+          return format("{} ({}) takes the address of {} among the arguments of a kernel this runtime cannot set "
+                        "(launched through the driver API, by a library such as cuBLAS)",
+                        where, describe_node(node), names(*leaf));
+      } else {
+        return format("{} ({}) is a kernel whose arguments CUDA cannot read (they might hold a static input's "
+                      "address)", where, describe_node(node));
+      }
+      if (leaf) return format("{} ({}) takes the address of {}, and nodes there cannot be set at each call",
+                              where, describe_node(node), names(*leaf));
+      return std::nullopt;
+    }
+    case cudaGraphNodeTypeMemcpy: {
+      cudaMemcpy3DParms p{};
+      if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess) return where + ", a copy CUDA cannot describe";
+      const std::size_t rows = std::max<std::size_t>(p.extent.height, 1) * std::max<std::size_t>(p.extent.depth, 1);
+      const auto span = [&](const cudaPitchedPtr& q) { return std::max(q.pitch, p.extent.width) * (rows - 1) + p.extent.width; };
+      if (p.srcArray == nullptr)
+        if (const auto leaf = leaf_overlapped(p.srcPtr.ptr, span(p.srcPtr)))
+          return format("{} is a copy that reads {}", where, names(*leaf));
+      if (p.dstArray == nullptr)
+        if (const auto leaf = leaf_overlapped(p.dstPtr.ptr, span(p.dstPtr)))
+          return format("{} is a copy that writes {}", where, names(*leaf));
+      // A table of addresses copied from pinned or managed host memory (pageable memory is
+      // refused by the escape check, or not read: it may no longer be mapped).
+      cudaPointerAttributes attr{};
+      if (p.srcArray == nullptr && p.srcPtr.ptr != nullptr && cudaPointerGetAttributes(&attr, p.srcPtr.ptr) == cudaSuccess &&
+          (attr.type == cudaMemoryTypeHost || attr.type == cudaMemoryTypeManaged)) {
+        const std::size_t bytes = span(p.srcPtr);
+        const auto* first = static_cast<const std::byte*>(p.srcPtr.ptr);
+        const std::size_t skip = std::min<std::size_t>((8 - reinterpret_cast<std::uintptr_t>(first) % 8) % 8, bytes);
+        if (bytes <= (std::size_t{64} << 20))
+          if (const auto leaf = leaf_in({first + skip, bytes - skip}))
+            return format("{} copies the address of {} from host memory to the device", where, names(*leaf));
+      }
+      (void)cudaGetLastError();
+      return std::nullopt;
+    }
+    case cudaGraphNodeTypeMemset: {
+      cudaMemsetParams p{};
+      if (cudaGraphMemsetNodeGetParams(node, &p) != cudaSuccess) return where + ", a memset CUDA cannot describe";
+      const std::size_t bytes = std::max(p.pitch, p.width * p.elementSize) * (std::max<std::size_t>(p.height, 1) - 1) +
+                                p.width * p.elementSize;
+      if (const auto leaf = leaf_overlapped(p.dst, bytes)) return format("{} is a memset of {}", where, names(*leaf));
+      return std::nullopt;
+    }
+    case cudaGraphNodeTypeGraph: {
+      cudaGraph_t child = nullptr;
+      if (cudaGraphChildGraphNodeGetGraph(node, &child) != cudaSuccess) return where + ", a child graph CUDA cannot read";
+      return inside(child);
+    }
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+    case cudaGraphNodeTypeConditional: {
+      const auto made = std::ranges::find(conditionals, node, &ConditionalMade::node);
+      if (made == conditionals.end()) return where + ", a conditional node whose bodies cugraphs cannot read";
+      for (cudaGraph_t body : made->bodies)
+        if (auto why = inside(body)) return why;
+      return std::nullopt;
+    }
+#endif
+    case cudaGraphNodeTypeEmpty:
+    case cudaGraphNodeTypeHost:
+    case cudaGraphNodeTypeWaitEvent:
+    case cudaGraphNodeTypeEventRecord:
+    case cudaGraphNodeTypeExtSemaphoreSignal:
+    case cudaGraphNodeTypeExtSemaphoreWait:
+    case cudaGraphNodeTypeMemAlloc:
+    case cudaGraphNodeTypeMemFree:
+      return std::nullopt;  // reads and writes no device memory of the graph's kernels
+    default:
+      return format("{} is a {} node, which may reach memory in ways cugraphs cannot see", where, node_type_name(t));
+  }
+}
+
+CUGRAPHS_INLINE void ArgumentSites::choose_in_place(cudaGraphExec_t exec, std::string_view op) {
+  bool in_place = true;
+  for (std::size_t i = 0; i < staged_.size() && in_place; ++i) {
+    if (staged_[i] == 0) continue;  // the static input itself, or an empty one
+    const std::uintptr_t a = staged_[i];
+    const std::size_t bytes = rec_.statics[i].bytes;
+    for (const Range& r : shield_)
+      if (a < r.first + r.second && r.first < a + bytes) in_place = false;
+  }
+  in_place_now_ = in_place;
+  if (staging_enabled_ == !in_place) return;
+  const auto stage = std::ranges::find_if(patched_, [](const PatchedNode& n) { return n.stage.has_value(); });
+  if (stage == patched_.end()) return;  // nothing staged (no input leaves)
+  staging_enabled_.reset();  // unknown until the call below has succeeded
+  if (const cudaError_t e = cudaGraphNodeSetEnabled(exec, stage->target, in_place ? 0 : 1); e != cudaSuccess) [[unlikely]]
+    throw_cuda(e, format("{}: {} the staging copy (cudaGraphNodeSetEnabled)", op, in_place ? "disabling" : "enabling"));
+  staging_enabled_ = !in_place;
 }
 
 CUGRAPHS_INLINE std::optional<DrawMade> ArgumentSites::draw_in_host_copy(cudaGraphNode_t node) const {
@@ -184,6 +341,13 @@ CUGRAPHS_INLINE bool ArgumentSites::write_values(PatchedNode& n, Taken taken) no
   if (n.stage && rec_.leaves != 0)
     changed |= n.args.update_bytes(*n.stage + offsetof(StageArgs, inline_sources), staged_.data(),
                                    rec_.leaves * sizeof(unsigned long long));
+  // In place, a leaf's address is the input's (0: the static input itself); copied, the
+  // static input's, as captured.
+  for (const auto& site : n.leaves) {
+    const std::uint64_t input = in_place_now_ ? staged_[site.leaf] : 0;
+    const auto base = input != 0 ? input : reinterpret_cast<std::uintptr_t>(rec_.statics[site.leaf].dst);
+    changed |= n.args.update_word(site.at, base + site.delta);
+  }
   return changed;
 }
 

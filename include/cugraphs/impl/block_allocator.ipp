@@ -83,6 +83,13 @@ CUGRAPHS_INLINE std::vector<void*> BlockAllocator::segment_bases() const {
   return out;
 }
 
+CUGRAPHS_INLINE std::vector<std::pair<std::uintptr_t, std::size_t>> BlockAllocator::segment_ranges() const {
+  std::vector<std::pair<std::uintptr_t, std::size_t>> out;
+  for (const auto& s : segments_)
+    if (s.live) out.emplace_back(reinterpret_cast<std::uintptr_t>(s.base), s.size);
+  return out;
+}
+
 CUGRAPHS_INLINE std::size_t BlockAllocator::segment_count() const noexcept {
   return static_cast<std::size_t>(
       std::count_if(segments_.begin(), segments_.end(), [](const Segment& s) { return s.live; }));

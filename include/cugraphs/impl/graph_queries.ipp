@@ -217,6 +217,18 @@ CUGRAPHS_INLINE bool graph_allocates(cudaGraph_t graph, const void* p, std::stri
   return graph_queries_detail::in_ranges(ranges, p);
 }
 
+CUGRAPHS_INLINE std::vector<std::pair<std::uintptr_t, std::size_t>> graph_allocation_ranges(cudaGraph_t graph) noexcept {
+  RelaxedCaptureMode relaxed;
+  graph_queries_detail::Ranges ranges;
+  CUGRAPHS_TRY {
+    (void)graph_queries_detail::try_graph_allocations(graph, ranges);
+  } CUGRAPHS_CATCH_ALL {
+    ranges.clear();  // out of memory: none known
+  }
+  (void)cudaGetLastError();
+  return ranges;
+}
+
 CUGRAPHS_INLINE std::optional<std::string> pageable_copy(cudaGraph_t g,
     const std::vector<ConditionalMade>& conditionals) noexcept {
   RelaxedCaptureMode relaxed;  // another capture may be open on this thread or, in Global mode, on others

@@ -33,9 +33,13 @@ CUGRAPHS_INLINE auto LaunchRing::draw(const std::shared_ptr<GeneratorState>& g, 
   return d;
 }
 
-CUGRAPHS_INLINE auto LaunchRing::stage(std::size_t leaves, std::string_view op) -> Staging {
+CUGRAPHS_INLINE auto LaunchRing::stage(std::span<const StageTarget> statics, bool in_place, std::string_view op)
+    -> Staging {
   if (sources_) throw_misuse(op, "this capture already stages a graphed callable's inputs");
+  const std::size_t leaves = statics.size();
   leaves_ = static_cast<unsigned>(leaves);
+  statics_.assign(statics.begin(), statics.end());
+  in_place_ = in_place;
   sources_ = private_device_memory(std::max<std::size_t>(leaves, 1) * sizeof(void*), op);
   return {control(), static_cast<const void* const*>(sources_.get())};
 }
@@ -67,15 +71,25 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
     attach_advance(g, facts.updatable, op);
     return;
   }
+  // Inputs read in place need node updates at every call: an Error where they cannot be had.
+  const auto refuse_in_place = [&, this](std::string_view why) {
+    if (in_place_)
+      throw_misuse(op, "the graphed callable was made with InputMode::InPlace, which hands f's kernels the inputs' "
+                       "addresses as kernel arguments at every call, but {}. Make it with InputMode::Copy",
+                   why);
+  };
+  if (policy_ == PerLaunch::Ring) refuse_in_place("PerLaunch::Ring was asked for");
   if (policy_ != PerLaunch::Ring) {
     if (facts.updatable) {
+      refuse_in_place("the graph holds device-updatable kernel nodes (launch_updatable)");
       (void)refuse_arguments(op, "the graph holds device-updatable kernel nodes (launch_updatable), whose updates "
                                  "from the device a node update from the host would overwrite");
     } else {
-      ArgumentSites sites({values(), uses_.size(), draws_, sources_.get(), leaves_});
+      ArgumentSites sites({values(), uses_.size(), draws_, sources_.get(), leaves_, statics_, in_place_, facts.pool});
       if (const auto why = sites.find(g, facts.conditionals, op)) {
+        refuse_in_place(*why);
         (void)refuse_arguments(op, *why);
-      } else if (policy_ == PerLaunch::Parameters || sites.nodes() <= kAutoParameterNodes) {
+      } else if (policy_ == PerLaunch::Parameters || in_place_ || sites.nodes() <= kAutoParameterNodes) {
         sites.ready(g, op);
         sites_.emplace(std::move(sites));
         return;

@@ -40,6 +40,11 @@ CUGRAPHS_INLINE std::size_t Pool::segment_count() const {
   return blocks_.segment_count();
 }
 
+CUGRAPHS_INLINE std::vector<std::pair<std::uintptr_t, std::size_t>> Pool::segment_ranges() const {
+  std::lock_guard lock(m_);
+  return blocks_.segment_ranges();
+}
+
 CUGRAPHS_INLINE Block* Pool::allocate(std::size_t bytes, std::uint64_t capture, cudaStream_t stream) {
   // Rounding up to the block and segment sizes must not wrap around: a size near SIZE_MAX
   // would become a tiny block (or a null one) handed out as a huge buffer.

@@ -74,8 +74,9 @@ CUGRAPHS_INLINE void mark_updatable_nodes() noexcept {
   if (CaptureSession* s = innermost_capture()) s->updatable_nodes = true;
 }
 
-CUGRAPHS_INLINE StagingWords stage_in_capture(std::size_t leaves, std::string_view op) {
-  return innermost_capture()->launch_ring(op).stage(leaves, op);
+CUGRAPHS_INLINE StagingWords stage_in_capture(std::span<const StageTarget> statics, bool in_place,
+                                              std::string_view op) {
+  return innermost_capture()->launch_ring(op).stage(statics, in_place, op);
 }
 
 CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line) {

@@ -1,0 +1,227 @@
+// GraphedCallable with InputMode::InPlace on the GPU: f's kernels read the callers' inputs
+// where they are (no staging copy), bitwise as eager calls; inputs in the graph's own memory
+// are copied; graphs that reach their static inputs otherwise are refused with the reason.
+#include "kernels.cuh"
+#include "testing.hpp"
+
+#include <cugraphs/graph.hpp>
+
+#include <array>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+using namespace cugraphs_test;
+using cugraphs::DeviceBuffer;
+using cugraphs::DeviceSpan;
+using cugraphs::InputMode;
+
+namespace {
+
+using In = DeviceSpan<const float>;
+using Out = DeviceSpan<float>;
+constexpr std::size_t kN = 4099;  // not a multiple of the block size
+
+// out[i] = a[n-1-i] * k + b[i]: reads its first input backwards, so that an output written
+// over its own input while it runs gives other numbers than the eager call.
+__global__ void reverse_mix(float* out, const float* a, const float* b, std::size_t n, float k) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = a[n - 1 - i] * k + b[i];
+}
+
+// The inputs as a struct passed by value (the addresses inside it are found too), the
+// second one offset by a few elements (an address inside the leaf, rebound with its offset).
+struct Pair {
+  const float* a;
+  const float* b_tail;
+};
+__global__ void sum_pair(float* out, Pair p, std::size_t n, std::size_t skip) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = p.a[i] + (i < n - skip ? p.b_tail[i] : 0.0f);
+}
+
+// Two kernels read each input; the result is a buffer of the graph's pool.
+auto model() {
+  return [](In a, In b) {
+    const cudaStream_t s = cugraphs::current_stream();
+    const std::size_t n = a.size();
+    DeviceBuffer<float> t(n), out(n);
+    reverse_mix<<<blocks_for(n), kThreads, 0, s>>>(t.data(), a.data(), b.data(), n, 0.5f);
+    sum_pair<<<blocks_for(n), kThreads, 0, s>>>(out.data(), Pair{t.data(), b.data() + 3}, n, 3);
+    step_kernel<<<blocks_for(n), kThreads, 0, s>>>(out.data(), n, 2);
+    reverse_mix<<<blocks_for(n), kThreads, 0, s>>>(t.data(), out.data(), a.data(), n, -1.25f);
+    copy_kernel<<<blocks_for(n), kThreads, 0, s>>>(out.data(), t.data(), n);
+    cugraphs::check_launch("model");
+    return out;
+  };
+}
+
+cugraphs::GraphedOptions in_place() {
+  cugraphs::GraphedOptions opts;
+  opts.inputs = InputMode::InPlace;
+  return opts;
+}
+
+}  // namespace
+
+TEST_CASE("InPlace: calls read fresh inputs where they are, bitwise as eager calls, copying nothing and leaving "
+          "the static inputs as they were",
+          "[in_place][graphed][gpu]") {
+  auto f = model();
+  const DeviceBuffer<float> sa = filled(kN, 1), sb = filled(kN, 2);
+  auto g = cugraphs::make_graphed_callable(in_place(), f, In(sa), In(sb));
+  CHECK(g.graph().per_launch() == cugraphs::PerLaunch::Parameters);
+  // f's five kernels, the staging copy (disabled while inputs are read in place) and the
+  // event record node at the end.
+  CHECK(g.graph().node_count() == 5 + 1 + 1);
+  const auto statics_a = host(std::get<0>(g.static_inputs())), statics_b = host(std::get<1>(g.static_inputs()));
+  CHECK(bitwise_equal(statics_a, host(In(sa))));
+
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  std::vector<DeviceBuffer<float>> inputs;
+  for (std::uint32_t k = 0; k < 6; ++k) inputs.push_back(filled(kN, 10 + k));
+  for (int call = 0; call < 30; ++call) {
+    const auto& a = inputs[static_cast<std::size_t>(call % 6)];
+    const auto& b = inputs[static_cast<std::size_t>((call * 5 + 1) % 6)];
+    const Out out = g(In(a), In(b));
+    const auto graphed = host(out);
+    const auto eager = f(In(a), In(b));
+    INFO("call " << call);
+    REQUIRE(bitwise_equal(graphed, host(eager.span())));
+  }
+  CHECK(g.calls() == 30);
+  CHECK(g.staged_copies() == 0);
+  // Nothing was copied onto the static inputs.
+  CHECK(bitwise_equal(host(std::get<0>(g.static_inputs())), statics_a));
+  CHECK(bitwise_equal(host(std::get<1>(g.static_inputs())), statics_b));
+
+  // A launch outside cugraphs reads the last call's inputs again, with their new contents.
+  const auto& last_a = inputs[29 % 6];
+  const auto& last_b = inputs[(29 * 5 + 1) % 6];
+  const_cast<DeviceBuffer<float>&>(last_a).copy_from_host(random_floats(kN, 99));
+  cugraphs::check(cudaGraphLaunch(g.graph().native_exec(), stream), "cudaGraphLaunch");
+  const auto relaunched = host(In(g.static_outputs()));
+  CHECK(bitwise_equal(relaunched, host(f(In(last_a), In(last_b)).span())));
+}
+
+TEST_CASE("InPlace: f that writes its input writes the caller's buffer, as the eager call does; with Copy it "
+          "writes the static input",
+          "[in_place][graphed][gpu]") {
+  auto f = [](Out x) {
+    affine_kernel<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(x.data(), x.size(), 2.0f, 1.0f);
+    cugraphs::check_launch("affine");
+  };
+  DeviceBuffer<float> sample = filled(kN, 3), x = filled(kN, 4), eager = filled(kN, 4);
+  for (const InputMode mode : {InputMode::InPlace, InputMode::Copy}) {
+    INFO("mode " << static_cast<int>(mode));
+    cugraphs::GraphedOptions opts;
+    opts.inputs = mode;
+    auto g = cugraphs::make_graphed_callable(opts, f, Out(sample));
+    const auto before = host(Out(x));
+    g(Out(x));
+    if (mode == InputMode::InPlace) {
+      f(Out(eager));
+      CHECK(bitwise_equal(host(Out(x)), host(Out(eager))));
+      CHECK(g.staged_copies() == 0);
+    } else {
+      CHECK(bitwise_equal(host(Out(x)), before));  // the copy was scaled, not x
+      CHECK(g.staged_copies() == 1);
+    }
+  }
+}
+
+TEST_CASE("InPlace: an input that is the callable's own output (a feedback loop) or another callable's output in "
+          "the shared pool is copied for that call, and the results match eager calls",
+          "[in_place][graphed][pool][gpu]") {
+  auto f = model();
+  const DeviceBuffer<float> sa = filled(kN, 5), sb = filled(kN, 6), b = filled(kN, 7);
+  auto g = cugraphs::make_graphed_callable(in_place(), f, In(sa), In(sb));
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  // x(k+1) = f(x(k), b): from call 1 on, x is the static output, which f overwrites while
+  // reading it backwards: read in place, the output would differ from the eager call's.
+  DeviceBuffer<float> x0 = filled(kN, 8);
+  DeviceBuffer<float> eager_x = filled(kN, 8);
+  In x(x0);
+  std::uint64_t copies = 0;
+  for (int step = 0; step < 8; ++step) {
+    const bool external = step % 4 == 0;  // every fourth step starts again from a buffer of the caller's
+    if (external && step > 0) {
+      x0.copy_from_host(random_floats(kN, 40 + static_cast<std::uint32_t>(step)));
+      eager_x.copy_from_host(random_floats(kN, 40 + static_cast<std::uint32_t>(step)));
+      x = In(x0);
+    }
+    const Out out = g(x, In(b));
+    copies += external ? 0 : 2;  // a call that copies copies every input
+    CHECK(g.staged_copies() == copies);
+    DeviceBuffer<float> next = f(In(eager_x), In(b));
+    INFO("step " << step);
+    REQUIRE(bitwise_equal(host(out), host(Out(next))));
+    eager_x = std::move(next);
+    x = In(out);
+  }
+
+  // Two callables in one pool: the second reads the first's output, which is copied.
+  auto first = [](In a) {
+    DeviceBuffer<float> out(a.size());
+    reverse_mix<<<blocks_for(a.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), a.data(), a.data(),
+                                                                                  a.size(), 3.0f);
+    return out;
+  };
+  auto [g1, g2] = cugraphs::make_graphed_callables(std::make_tuple(first, f),
+                                                   std::tuple{std::tuple{In(sa)}, std::tuple{In(sa), In(sb)}},
+                                                   in_place());
+  for (int r = 0; r < 3; ++r) {
+    const DeviceBuffer<float> a = filled(kN, 60 + static_cast<std::uint32_t>(r));
+    const Out mid = g1(In(a));
+    const Out out = g2(In(mid), In(b));
+    const auto eager_mid = first(In(a));
+    const auto eager = f(In(eager_mid), In(b));
+    INFO("round " << r);
+    REQUIRE(bitwise_equal(host(out), host(eager.span())));
+  }
+  CHECK(g1.staged_copies() == 0);
+  CHECK(g2.staged_copies() == 3 * 2);  // its first input lies in the pool: each call copies both
+}
+
+TEST_CASE("InPlace: a graph that reaches a static input other than through its kernels' arguments, a ring, and "
+          "a graphed pair are refused with the reason; a Copy callable of the same f works",
+          "[in_place][graphed][gpu]") {
+  auto copies_input = [](In a) {
+    DeviceBuffer<float> out(a.size());
+    cugraphs::check(cudaMemcpyAsync(out.data(), a.data(), a.size_bytes(), cudaMemcpyDeviceToDevice,
+                                    cugraphs::current_stream()),
+                    "cudaMemcpyAsync");
+    return out;
+  };
+  const DeviceBuffer<float> sa = filled(kN, 9);
+  const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(in_place(), copies_input, In(sa)); });
+  CHECK(contains(e.what(), "InputMode::InPlace"));
+  CHECK(contains(e.what(), "is a copy that reads static input leaf 0"));
+  CHECK(contains(e.what(), "Make it with InputMode::Copy"));
+
+  auto opts = in_place();
+  opts.per_launch = cugraphs::PerLaunch::Ring;
+  const auto ring = expect_error([&] { (void)cugraphs::make_graphed_callable(opts, model(), In(sa), In(sa)); });
+  CHECK(contains(ring.what(), "PerLaunch::Ring was asked for"));
+
+  auto fwd = [](In a) {
+    DeviceBuffer<float> out(a.size());
+    copy_kernel<<<blocks_for(a.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), a.data(), a.size());
+    return out;
+  };
+  auto bwd = [](In, Out, In grad) {
+    DeviceBuffer<float> out(grad.size());
+    copy_kernel<<<blocks_for(grad.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), grad.data(),
+                                                                                     grad.size());
+    return out;
+  };
+  const auto pair = expect_error(
+      [&] { (void)cugraphs::make_graphed_pair(in_place(), fwd, bwd, cugraphs::requires_grad(In(sa))); });
+  CHECK(contains(pair.what(), "graphed pairs copy their inputs"));
+
+  auto g = cugraphs::make_graphed_callable(copies_input, In(sa));  // Copy
+  const DeviceBuffer<float> x = filled(kN, 10);
+  CHECK(bitwise_equal(host(g(In(x))), host(In(x))));
+}
