@@ -201,6 +201,22 @@ TEST_CASE("InPlace: a graph that reaches a static input other than through its k
   CHECK(contains(e.what(), "is a copy that reads static input leaf 0"));
   CHECK(contains(e.what(), "Make it with InputMode::Copy"));
 
+  auto sets_input = [](Out a) {
+    cugraphs::check(cudaMemsetAsync(a.data(), 0, a.size_bytes(), cugraphs::current_stream()), "cudaMemsetAsync");
+  };
+  DeviceBuffer<float> sx = filled(kN, 9);
+  const auto memset = expect_error([&] { (void)cugraphs::make_graphed_callable(in_place(), sets_input, Out(sx)); });
+  CHECK(contains(memset.what(), "is a memset of static input leaf 0"));
+
+  // f returning a view of its input: the output would show the static input, which calls
+  // that read in place never write.
+  auto returns_input = [](Out a) {
+    affine_kernel<<<blocks_for(a.size()), kThreads, 0, cugraphs::current_stream()>>>(a.data(), a.size(), 2.0f, 1.0f);
+    return a;
+  };
+  const auto view = expect_error([&] { (void)cugraphs::make_graphed_callable(in_place(), returns_input, Out(sx)); });
+  CHECK(contains(view.what(), "output leaf 0 lies in static input leaf 0"));
+
   auto opts = in_place();
   opts.per_launch = cugraphs::PerLaunch::Ring;
   const auto ring = expect_error([&] { (void)cugraphs::make_graphed_callable(opts, model(), In(sa), In(sa)); });
@@ -224,4 +240,22 @@ TEST_CASE("InPlace: a graph that reaches a static input other than through its k
   auto g = cugraphs::make_graphed_callable(copies_input, In(sa));  // Copy
   const DeviceBuffer<float> x = filled(kN, 10);
   CHECK(bitwise_equal(host(g(In(x))), host(In(x))));
+}
+
+TEST_CASE("InPlace: an input not aligned as its static input is copied for that call, and the results match "
+          "eager calls",
+          "[in_place][graphed][gpu]") {
+  auto f = model();
+  const DeviceBuffer<float> sa = filled(kN, 11), sb = filled(kN, 12);
+  auto g = cugraphs::make_graphed_callable(in_place(), f, In(sa), In(sb));
+  const DeviceBuffer<float> wide = filled(kN + 1, 13), b = filled(kN, 14);
+  const In shifted(wide.data() + 1, kN);  // 4 bytes past a 256-byte boundary
+  for (int call = 0; call < 4; ++call) {
+    const bool aligned = call % 2 == 1;
+    const In a = aligned ? In(sb) : shifted;
+    const Out out = g(a, In(b));
+    INFO("call " << call);
+    REQUIRE(bitwise_equal(host(out), host(f(a, In(b)).span())));
+  }
+  CHECK(g.staged_copies() == 2 * 2);  // the two shifted calls, both inputs each
 }

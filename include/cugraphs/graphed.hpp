@@ -216,6 +216,7 @@ public:
       } else {
         outputs_.emplace(detail::take_outputs(std::apply(f_, *static_inputs_), owners_));
       }
+      if (in_place_) shield_outputs(targets, op);
       scope.end();
     }
     // The table the staging copy reads, and the samples' values in the static inputs.
@@ -324,15 +325,47 @@ private:
 
   [[nodiscard]] bool moved_from() const noexcept { return graph_.native_exec() == nullptr; }
 
-  // Read in place, a static input gets one element more than it shows, so that no other buffer
-  // starts one past its end: an address there in f's arguments is unmistakably this input's.
+  // Read in place, a static input lies kInPlacePad bytes inside its buffer, which ends
+  // kInPlacePad bytes after it: no other buffer ends at its first byte or starts one past its
+  // last, so an address from the one to the other in f's arguments is unmistakably this
+  // input's (and the input keeps the pool's 512-byte alignment).
+  static constexpr std::size_t kInPlacePad = 512;
   template <class Leaf>
   Leaf static_leaf(Leaf sample) {
     using Value = typename Leaf::value_type;
-    auto buffer = std::make_shared<DeviceBuffer<Value>>(sample.size() + (in_place_ ? 1 : 0));
-    Leaf leaf(buffer->data(), sample.size());
+    if (!in_place_) {
+      auto buffer = std::make_shared<DeviceBuffer<Value>>(sample.size());
+      Leaf leaf(buffer->data(), sample.size());
+      owners_.push_back(std::move(buffer));
+      return leaf;
+    }
+    auto buffer = std::make_shared<DeviceBuffer<std::byte>>(sample.size_bytes() + 2 * kInPlacePad);
+    Leaf leaf(reinterpret_cast<Value*>(buffer->data() + kInPlacePad), sample.size());
     owners_.push_back(std::move(buffer));
     return leaf;
+  }
+
+  // Read in place: an output that is a view of a static input would show what the static input
+  // holds, which calls that read their inputs in place do not write (an Error); and an input
+  // that lies in an output is copied (f overwrites the output while it reads).
+  template <class Targets>
+  void shield_outputs(const Targets& targets, std::string_view op) {
+    std::vector<std::pair<std::uintptr_t, std::size_t>> ranges;
+    [[maybe_unused]] auto each = [&](std::size_t k, auto leaf) {
+      const auto a = reinterpret_cast<std::uintptr_t>(leaf.data());
+      for (std::size_t i = 0; i < targets.size(); ++i) {
+        const auto base = reinterpret_cast<std::uintptr_t>(targets[i].dst) - kInPlacePad;
+        if (a < base + targets[i].bytes + 2 * kInPlacePad && base < a + std::max<std::size_t>(leaf.size_bytes(), 1))
+          detail::throw_misuse(op, "the graphed callable was made with InputMode::InPlace, but output leaf {} lies in "
+                                   "static input leaf {} (f returns a view of its input), which calls that read "
+                                   "their inputs in place never write. Make it with InputMode::Copy",
+                               k, i);
+      }
+      ranges.emplace_back(a, leaf.size_bytes());
+    };
+    std::size_t next = 0;
+    detail::visit_leaves(*outputs_, next, each);
+    detail::shield_in_capture(ranges, op);
   }
 
   F f_;

@@ -78,7 +78,9 @@ public:
   // Each generator's (seed, offset) for one launch.
   using Taken = std::span<const std::pair<std::uint64_t, std::uint64_t>>;
 
-  explicit ArgumentSites(const Recorded& rec) : rec_(rec), shield_(rec.pool.begin(), rec.pool.end()) {}
+  explicit ArgumentSites(const Recorded& rec) : rec_(rec), shield_(rec.pool.begin(), rec.pool.end()) {
+    rec_.pool = {};  // the caller's: copied
+  }
 
   // Finds the kernel nodes of `g` that take the graph's per-launch values as arguments.
   // Returns why launches cannot hand the values over that way, or none (then nodes() says
@@ -118,11 +120,10 @@ public:
   // them (a graphed callable called again with the same inputs, and no draw) is left as it is.
   // With inputs read in place, this launch's inputs are first judged (in place, or copied when
   // one lies in the graph's own memory) and the staging node enabled or disabled to match.
-  void set_nodes(cudaGraphExec_t exec, Taken taken, std::string_view op) {
-    if (rec_.in_place) choose_in_place(exec, op);
-    for (PatchedNode& n : patched_)
-      if (!(in_place_now_ && n.stage)) set_node(exec, n, taken, op);  // a disabled staging node is left
-  }
+  // The order keeps the executable right for a launch outside cugraphs after a failure
+  // midway: read in place, f's nodes first, then the copy disabled; copying, the copy's
+  // arguments first, then the copy enabled, then f's nodes.
+  void set_nodes(cudaGraphExec_t exec, Taken taken, std::string_view op);
 
   // Whether the last launch read its inputs in place (InputMode::InPlace, nothing copied).
   [[nodiscard]] bool in_place_now() const noexcept { return in_place_now_; }
@@ -152,6 +153,10 @@ public:
     auto layout = KernelArgs::layout(p.func);
     const auto it = std::ranges::find(patched_, target, &PatchedNode::target);
     if (!layout) {
+      if (rec_.in_place)
+        throw_misuse(op, "this graphed callable reads its inputs in place, and CUDA cannot lay out the new "
+                         "kernel's parameters (cudaFuncGetParamInfo), so a static input's address among them "
+                         "could not be rebound at each call");
       if (it != patched_.end())
         throw_misuse(op, "this node takes per-launch values as kernel arguments, and CUDA cannot lay out the new "
                          "kernel's parameters (cudaFuncGetParamInfo), so later launches could not hand them over");
@@ -179,7 +184,7 @@ public:
       patched_.push_back(std::move(next));
       return;
     }
-    if (!taken.empty()) (void)write_values(next, taken);
+    (void)write_values(next, taken);
     it->current = false;  // unknown once set() has failed
     set(next.args.launch());
     next.current = true;
@@ -245,9 +250,12 @@ private:
                                                            const std::vector<ConditionalMade>& conditionals,
                                                            std::string_view op) const;
 
-  // Whether this launch's inputs can be read in place (none lies in the graph's own memory),
-  // and the staging node enabled or disabled to match.
-  void choose_in_place(cudaGraphExec_t exec, std::string_view op);
+  // Whether this launch's inputs (staged_) can be read in place: none lies in the graph's own
+  // memory, and each is aligned as its static input is (to 256 bytes: f's capture may have
+  // chosen its kernels by the static inputs' alignment).
+  [[nodiscard]] bool inputs_in_place() const noexcept;
+  // Enables or disables the staging node of `exec` (nothing when it already is).
+  void enable_staging(cudaGraphExec_t exec, bool enabled, std::string_view op);
 
   // The first draw whose PhiloxArgs a memcpy node copies from pinned or managed memory (as the
   // host holds them now), which only the ring refreshes; none for other nodes, and for
@@ -266,8 +274,8 @@ private:
   // Writes this launch's values into `n`'s arguments and sets its node in `exec`.
   void set_node(cudaGraphExec_t exec, PatchedNode& n, Taken taken, std::string_view op);
 
-  // Writes the values taken last (`taken`, staged_) into `n`'s arguments; returns whether
-  // that changed them.
+  // Writes the values taken last (`taken`, committed_) into `n`'s arguments; returns whether
+  // that changed them. Before the first launch (`taken` empty) the draws are left as they are.
   bool write_values(PatchedNode& n, Taken taken) noexcept;
 
   Recorded rec_;
@@ -275,7 +283,8 @@ private:
   std::optional<bool> staging_enabled_;  // the executable's staging node's state, once set
   bool in_place_now_ = false;            // the last launch's inputs were read in place
   std::vector<PatchedNode> patched_;
-  std::vector<unsigned long long> staged_;  // this launch's input addresses
+  std::vector<unsigned long long> staged_;     // this launch's input addresses, as `stage` writes them
+  std::vector<unsigned long long> committed_;  // the last launch's, once its nodes are being set
   cudaGraphExec_t bound_ = nullptr;         // the executable patched_'s targets name
   // For a graph that stages: recorded by the graph's last node at the end of every launch;
   // shared with the graph's holder (NativeGraph::keep), since the node names it.

@@ -77,8 +77,9 @@ namespace cugraphs::detail {
 [[nodiscard]] bool graph_allocates(cudaGraph_t graph, const void* p, std::string_view op);
 
 // The allocations (address, bytes) of the memory-allocation nodes of `graph` and of its
-// child graphs, those that can be read; leaves no error behind.
-[[nodiscard]] std::vector<std::pair<std::uintptr_t, std::size_t>> graph_allocation_ranges(cudaGraph_t graph) noexcept;
+// child graphs; an Error when one cannot be read.
+[[nodiscard]] std::vector<std::pair<std::uintptr_t, std::size_t>> graph_allocation_ranges(cudaGraph_t graph,
+                                                                                          std::string_view op);
 
 // The first node of `g` (its index and type) that a graph launched from the device cannot
 // hold: CUDA allows kernel, memcpy, memset and child-graph nodes only (child graphs are looked

@@ -102,6 +102,10 @@ public:
   // Readies staging of one input address per static input per launch (once per graph);
   // `in_place`: InputMode::InPlace (argument_sites.hpp).
   [[nodiscard]] Staging stage(std::span<const StageTarget> statics, bool in_place, std::string_view op);
+  // Inputs read in place: memory (address, bytes) where an input is copied rather than read
+  // in place (a graphed callable's outputs), beside the pool's and the graph's allocations.
+  void shield(std::span<const ArgumentSites::Range> ranges) { shield_.insert(shield_.end(), ranges.begin(), ranges.end()); }
+  [[nodiscard]] bool stages_in_place() const noexcept { return in_place_; }
 
   // Once the capture has ended: the generators may advance again outside captures.
   void end_capture() noexcept;
@@ -274,6 +278,7 @@ private:
   unsigned leaves_ = 0;
   std::vector<StageTarget> statics_;  // the static inputs
   bool in_place_ = false;             // InputMode::InPlace
+  std::vector<ArgumentSites::Range> shield_;  // in place: where inputs are copied (shield())
   bool capturing_ = true;
   PerLaunch policy_;
   std::optional<ArgumentSites> sites_;  // values as kernel arguments, when chosen

@@ -120,6 +120,10 @@ struct StagingWords {
 // innermost capture; `in_place`: InputMode::InPlace.
 [[nodiscard]] CUGRAPHS_INLINE StagingWords stage_in_capture(std::span<const StageTarget> statics, bool in_place,
                                                            std::string_view op);
+// Inputs read in place: where (address, bytes) the innermost capture's staging copies an
+// input rather than reading it in place (a graphed callable's outputs).
+CUGRAPHS_INLINE void shield_in_capture(std::span<const std::pair<std::uintptr_t, std::size_t>> ranges,
+                                       std::string_view op);
 
 // A collective captured by the innermost capture (cugraphs/nccl.hpp), when `stream` captures.
 CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line);

@@ -57,7 +57,7 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
 
 CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
   if (rec_.in_place)
-    for (const Range& r : graph_allocation_ranges(g)) shield_.push_back(r);
+    for (const Range& r : graph_allocation_ranges(g, op)) shield_.push_back(r);
   if (rec_.sources != nullptr) done_ = add_end_event(g, graph_sinks(g, op), op);
   for (PatchedNode& n : patched_) {
     // The node's kernel function, found now, on the capture's device, for the updates of every
@@ -72,6 +72,7 @@ CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
     check(cudaGraphKernelNodeSetParams(n.node, &n.args.launch()), "{}: cudaGraphKernelNodeSetParams (staging copy)", op);
   }
   staged_.assign(rec_.leaves, 0);
+  committed_.assign(rec_.leaves, 0);
 }
 
 CUGRAPHS_INLINE void ArgumentSites::wait(std::string_view op) noexcept { wait_end_event(done_.get(), op); }
@@ -173,24 +174,32 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
       cudaMemcpy3DParms p{};
       if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess) return where + ", a copy CUDA cannot describe";
       const std::size_t rows = std::max<std::size_t>(p.extent.height, 1) * std::max<std::size_t>(p.extent.depth, 1);
-      const auto span = [&](const cudaPitchedPtr& q) { return std::max(q.pitch, p.extent.width) * (rows - 1) + p.extent.width; };
+      // The bytes from the pointer to the copy's last, its position included (a 3D copy's
+      // slices taken as rows of the pitch: an over-estimate, which only widens the search).
+      const auto span = [&](const cudaPitchedPtr& q, const cudaPos& at) {
+        const std::size_t pitch = std::max(q.pitch, p.extent.width);
+        const std::size_t slice = pitch * std::max<std::size_t>(q.ysize, 1);
+        return at.x + at.y * pitch + at.z * slice + pitch * (rows - 1) + p.extent.width;
+      };
       if (p.srcArray == nullptr)
-        if (const auto leaf = leaf_overlapped(p.srcPtr.ptr, span(p.srcPtr)))
+        if (const auto leaf = leaf_overlapped(p.srcPtr.ptr, span(p.srcPtr, p.srcPos)))
           return format("{} is a copy that reads {}", where, names(*leaf));
       if (p.dstArray == nullptr)
-        if (const auto leaf = leaf_overlapped(p.dstPtr.ptr, span(p.dstPtr)))
+        if (const auto leaf = leaf_overlapped(p.dstPtr.ptr, span(p.dstPtr, p.dstPos)))
           return format("{} is a copy that writes {}", where, names(*leaf));
       // A table of addresses copied from pinned or managed host memory (pageable memory is
       // refused by the escape check, or not read: it may no longer be mapped).
       cudaPointerAttributes attr{};
       if (p.srcArray == nullptr && p.srcPtr.ptr != nullptr && cudaPointerGetAttributes(&attr, p.srcPtr.ptr) == cudaSuccess &&
           (attr.type == cudaMemoryTypeHost || attr.type == cudaMemoryTypeManaged)) {
-        const std::size_t bytes = span(p.srcPtr);
+        const std::size_t bytes = span(p.srcPtr, p.srcPos);
         const auto* first = static_cast<const std::byte*>(p.srcPtr.ptr);
         const std::size_t skip = std::min<std::size_t>((8 - reinterpret_cast<std::uintptr_t>(first) % 8) % 8, bytes);
-        if (bytes <= (std::size_t{64} << 20))
-          if (const auto leaf = leaf_in({first + skip, bytes - skip}))
-            return format("{} copies the address of {} from host memory to the device", where, names(*leaf));
+        if (bytes > (std::size_t{64} << 20))
+          return format("{} copies {} bytes from host memory, more than cugraphs searches for a static input's "
+                        "address (64 MiB)", where, bytes);
+        if (const auto leaf = leaf_in({first + skip, bytes - skip}))
+          return format("{} copies the address of {} from host memory to the device", where, names(*leaf));
       }
       (void)cudaGetLastError();
       return std::nullopt;
@@ -231,23 +240,46 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
   }
 }
 
-CUGRAPHS_INLINE void ArgumentSites::choose_in_place(cudaGraphExec_t exec, std::string_view op) {
-  bool in_place = true;
-  for (std::size_t i = 0; i < staged_.size() && in_place; ++i) {
-    if (staged_[i] == 0) continue;  // the static input itself, or an empty one
+CUGRAPHS_INLINE bool ArgumentSites::inputs_in_place() const noexcept {
+  for (std::size_t i = 0; i < staged_.size(); ++i) {
     const std::uintptr_t a = staged_[i];
+    if (a == 0) continue;  // the static input itself, or an empty one
+    if (a % 256 != 0) return false;
     const std::size_t bytes = rec_.statics[i].bytes;
     for (const Range& r : shield_)
-      if (a < r.first + r.second && r.first < a + bytes) in_place = false;
+      if (a < r.first + r.second && r.first < a + bytes) return false;
   }
-  in_place_now_ = in_place;
-  if (staging_enabled_ == !in_place) return;
+  return true;
+}
+
+CUGRAPHS_INLINE void ArgumentSites::enable_staging(cudaGraphExec_t exec, bool enabled, std::string_view op) {
+  if (staging_enabled_ == enabled) return;
   const auto stage = std::ranges::find_if(patched_, [](const PatchedNode& n) { return n.stage.has_value(); });
   if (stage == patched_.end()) return;  // nothing staged (no input leaves)
   staging_enabled_.reset();  // unknown until the call below has succeeded
-  if (const cudaError_t e = cudaGraphNodeSetEnabled(exec, stage->target, in_place ? 0 : 1); e != cudaSuccess) [[unlikely]]
-    throw_cuda(e, format("{}: {} the staging copy (cudaGraphNodeSetEnabled)", op, in_place ? "disabling" : "enabling"));
-  staging_enabled_ = !in_place;
+  if (const cudaError_t e = cudaGraphNodeSetEnabled(exec, stage->target, enabled ? 1 : 0); e != cudaSuccess) [[unlikely]]
+    throw_cuda(e, format("{}: {} the staging copy (cudaGraphNodeSetEnabled)", op, enabled ? "enabling" : "disabling"));
+  staging_enabled_ = enabled;
+}
+
+CUGRAPHS_INLINE void ArgumentSites::set_nodes(cudaGraphExec_t exec, Taken taken, std::string_view op) {
+  committed_ = staged_;
+  if (!rec_.in_place) {
+    for (PatchedNode& n : patched_) set_node(exec, n, taken, op);
+    return;
+  }
+  in_place_now_ = inputs_in_place();
+  if (in_place_now_) {
+    for (PatchedNode& n : patched_)
+      if (!n.stage) set_node(exec, n, taken, op);  // the staging node, disabled, is left as it is
+    enable_staging(exec, false, op);
+    return;
+  }
+  for (PatchedNode& n : patched_)
+    if (n.stage) set_node(exec, n, taken, op);
+  enable_staging(exec, true, op);
+  for (PatchedNode& n : patched_)
+    if (!n.stage) set_node(exec, n, taken, op);
 }
 
 CUGRAPHS_INLINE std::optional<DrawMade> ArgumentSites::draw_in_host_copy(cudaGraphNode_t node) const {
@@ -332,19 +364,19 @@ CUGRAPHS_INLINE void ArgumentSites::set_node(cudaGraphExec_t exec, PatchedNode& 
 
 CUGRAPHS_INLINE bool ArgumentSites::write_values(PatchedNode& n, Taken taken) noexcept {
   bool changed = false;
-  for (const auto& site : n.draws) {
+  for (const auto& site : taken.empty() ? std::span<const PatchedNode::Site>() : std::span<const PatchedNode::Site>(n.draws)) {
     const auto [seed, offset] = taken[site.draw.generator];
     changed |= n.args.update_word(site.at, seed);
     changed |= n.args.update_word(site.at + 8, offset + site.draw.offset);
     changed |= n.args.update_word(site.at + 16, 0);  // rng::unpack takes the numbers themselves
   }
   if (n.stage && rec_.leaves != 0)
-    changed |= n.args.update_bytes(*n.stage + offsetof(StageArgs, inline_sources), staged_.data(),
+    changed |= n.args.update_bytes(*n.stage + offsetof(StageArgs, inline_sources), committed_.data(),
                                    rec_.leaves * sizeof(unsigned long long));
   // In place, a leaf's address is the input's (0: the static input itself); copied, the
   // static input's, as captured.
   for (const auto& site : n.leaves) {
-    const std::uint64_t input = in_place_now_ ? staged_[site.leaf] : 0;
+    const std::uint64_t input = in_place_now_ ? committed_[site.leaf] : 0;
     const auto base = input != 0 ? input : reinterpret_cast<std::uintptr_t>(rec_.statics[site.leaf].dst);
     changed |= n.args.update_word(site.at, base + site.delta);
   }

@@ -23,7 +23,8 @@ CUGRAPHS_INLINE void Executable::hold(Captured&& c, std::uint64_t id, cudaStream
   CUGRAPHS_TRY {
     if (c.ring) {
       // Where a graphed callable's inputs are read in place, an input in the pool's memory is copied.
-      const auto pool = c.share.get() ? c.share.get()->segment_ranges() : std::vector<ArgumentSites::Range>{};
+      const auto pool = c.share.get() && c.ring->stages_in_place() ? c.share.get()->segment_ranges()
+                                                                   : std::vector<ArgumentSites::Range>{};
       c.ring->attach(graph_->graph, stream, {c.updatable_nodes, c.conditionals, device, pool},
                      "Graph::capture_end (per-launch values)");
       graph_->keep = c.ring->end_event();  // named by the graph's last node: lives as long as the graph

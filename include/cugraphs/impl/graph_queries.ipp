@@ -217,15 +217,11 @@ CUGRAPHS_INLINE bool graph_allocates(cudaGraph_t graph, const void* p, std::stri
   return graph_queries_detail::in_ranges(ranges, p);
 }
 
-CUGRAPHS_INLINE std::vector<std::pair<std::uintptr_t, std::size_t>> graph_allocation_ranges(cudaGraph_t graph) noexcept {
+CUGRAPHS_INLINE std::vector<std::pair<std::uintptr_t, std::size_t>> graph_allocation_ranges(cudaGraph_t graph,
+                                                                                             std::string_view op) {
   RelaxedCaptureMode relaxed;
   graph_queries_detail::Ranges ranges;
-  CUGRAPHS_TRY {
-    (void)graph_queries_detail::try_graph_allocations(graph, ranges);
-  } CUGRAPHS_CATCH_ALL {
-    ranges.clear();  // out of memory: none known
-  }
-  (void)cudaGetLastError();
+  check(graph_queries_detail::try_graph_allocations(graph, ranges), "{}: reading the graph's allocation nodes", op);
   return ranges;
 }
 

@@ -85,7 +85,8 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
       (void)refuse_arguments(op, "the graph holds device-updatable kernel nodes (launch_updatable), whose updates "
                                  "from the device a node update from the host would overwrite");
     } else {
-      ArgumentSites sites({values(), uses_.size(), draws_, sources_.get(), leaves_, statics_, in_place_, facts.pool});
+      shield_.insert(shield_.end(), facts.pool.begin(), facts.pool.end());
+      ArgumentSites sites({values(), uses_.size(), draws_, sources_.get(), leaves_, statics_, in_place_, shield_});
       if (const auto why = sites.find(g, facts.conditionals, op)) {
         refuse_in_place(*why);
         (void)refuse_arguments(op, *why);

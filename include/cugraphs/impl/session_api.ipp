@@ -79,6 +79,11 @@ CUGRAPHS_INLINE StagingWords stage_in_capture(std::span<const StageTarget> stati
   return innermost_capture()->launch_ring(op).stage(statics, in_place, op);
 }
 
+CUGRAPHS_INLINE void shield_in_capture(std::span<const std::pair<std::uintptr_t, std::size_t>> ranges,
+                                       std::string_view op) {
+  innermost_capture()->launch_ring(op).shield(ranges);
+}
+
 CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line) {
   CaptureSession* s = innermost_capture();
   if (s != nullptr && is_capturing(stream)) s->collectives.push_back(std::move(line));
