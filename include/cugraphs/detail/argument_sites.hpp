@@ -63,7 +63,8 @@ class ArgumentSites {
 public:
   // What the capture recorded: the generators' device words ((seed, offset) pairs), every
   // draw, and the staging copy's source table and width (null, 0: no staging); for inputs read
-  // in place, the static inputs and the memory the graph's pool holds (address, bytes).
+  // in place, the static inputs and the memory (address, bytes) where an input is copied
+  // instead (the graph's pool and allocations, the callable's outputs; LaunchRing keeps it).
   using Range = std::pair<std::uintptr_t, std::size_t>;
   struct Recorded {
     const unsigned long long* words;
@@ -73,14 +74,12 @@ public:
     unsigned leaves;
     std::span<const StageTarget> statics = {};
     bool in_place = false;
-    std::span<const Range> pool = {};
+    std::span<const Range> shield = {};
   };
   // Each generator's (seed, offset) for one launch.
   using Taken = std::span<const std::pair<std::uint64_t, std::uint64_t>>;
 
-  explicit ArgumentSites(const Recorded& rec) : rec_(rec), shield_(rec.pool.begin(), rec.pool.end()) {
-    rec_.pool = {};  // the caller's: copied
-  }
+  explicit ArgumentSites(const Recorded& rec) : rec_(rec) {}
 
   // Finds the kernel nodes of `g` that take the graph's per-launch values as arguments.
   // Returns why launches cannot hand the values over that way, or none (then nodes() says
@@ -177,18 +176,16 @@ public:
         set(p);
         return;
       }
-      // A node that now takes a static input's address: rebound at every launch from now on.
-      (void)write_values(next, taken);
-      set(next.args.launch());
-      next.current = true;
-      patched_.push_back(std::move(next));
-      return;
+      // Else a node that now takes a static input's address: rebound at every launch from now on.
     }
     (void)write_values(next, taken);
-    it->current = false;  // unknown once set() has failed
+    if (it != patched_.end()) it->current = false;  // unknown once set() has failed
     set(next.args.launch());
     next.current = true;
-    *it = std::move(next);
+    if (it != patched_.end())
+      *it = std::move(next);
+    else
+      patched_.push_back(std::move(next));
   }
 
 private:
@@ -279,12 +276,13 @@ private:
   bool write_values(PatchedNode& n, Taken taken) noexcept;
 
   Recorded rec_;
-  std::vector<Range> shield_;  // inputs read in place: the graph's own memory, where an input is copied
   std::optional<bool> staging_enabled_;  // the executable's staging node's state, once set
   bool in_place_now_ = false;            // the last launch's inputs were read in place
   std::vector<PatchedNode> patched_;
-  std::vector<unsigned long long> staged_;     // this launch's input addresses, as `stage` writes them
-  std::vector<unsigned long long> committed_;  // the last launch's, once its nodes are being set
+  // This launch's input addresses, as `stage` writes them (every word, every launch), and the
+  // last launch's, once its nodes are being set: swapped, not copied.
+  std::vector<unsigned long long> staged_;
+  std::vector<unsigned long long> committed_;
   cudaGraphExec_t bound_ = nullptr;         // the executable patched_'s targets name
   // For a graph that stages: recorded by the graph's last node at the end of every launch;
   // shared with the graph's holder (NativeGraph::keep), since the node names it.

@@ -278,7 +278,8 @@ private:
   unsigned leaves_ = 0;
   std::vector<StageTarget> statics_;  // the static inputs
   bool in_place_ = false;             // InputMode::InPlace
-  std::vector<ArgumentSites::Range> shield_;  // in place: where inputs are copied (shield())
+  // In place: where inputs are copied (shield(), the pool's segments, the graph's allocations).
+  std::vector<ArgumentSites::Range> shield_;
   bool capturing_ = true;
   PerLaunch policy_;
   std::optional<ArgumentSites> sites_;  // values as kernel arguments, when chosen

@@ -56,8 +56,6 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
 }
 
 CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
-  if (rec_.in_place)
-    for (const Range& r : graph_allocation_ranges(g, op)) shield_.push_back(r);
   if (rec_.sources != nullptr) done_ = add_end_event(g, graph_sinks(g, op), op);
   for (PatchedNode& n : patched_) {
     // The node's kernel function, found now, on the capture's device, for the updates of every
@@ -241,12 +239,12 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
 }
 
 CUGRAPHS_INLINE bool ArgumentSites::inputs_in_place() const noexcept {
-  for (std::size_t i = 0; i < staged_.size(); ++i) {
-    const std::uintptr_t a = staged_[i];
+  for (std::size_t i = 0; i < committed_.size(); ++i) {
+    const std::uintptr_t a = committed_[i];
     if (a == 0) continue;  // the static input itself, or an empty one
     if (a % 256 != 0) return false;
     const std::size_t bytes = rec_.statics[i].bytes;
-    for (const Range& r : shield_)
+    for (const Range& r : rec_.shield)
       if (a < r.first + r.second && r.first < a + bytes) return false;
   }
   return true;
@@ -263,7 +261,7 @@ CUGRAPHS_INLINE void ArgumentSites::enable_staging(cudaGraphExec_t exec, bool en
 }
 
 CUGRAPHS_INLINE void ArgumentSites::set_nodes(cudaGraphExec_t exec, Taken taken, std::string_view op) {
-  committed_ = staged_;
+  committed_.swap(staged_);
   if (!rec_.in_place) {
     for (PatchedNode& n : patched_) set_node(exec, n, taken, op);
     return;
@@ -364,12 +362,13 @@ CUGRAPHS_INLINE void ArgumentSites::set_node(cudaGraphExec_t exec, PatchedNode& 
 
 CUGRAPHS_INLINE bool ArgumentSites::write_values(PatchedNode& n, Taken taken) noexcept {
   bool changed = false;
-  for (const auto& site : taken.empty() ? std::span<const PatchedNode::Site>() : std::span<const PatchedNode::Site>(n.draws)) {
-    const auto [seed, offset] = taken[site.draw.generator];
-    changed |= n.args.update_word(site.at, seed);
-    changed |= n.args.update_word(site.at + 8, offset + site.draw.offset);
-    changed |= n.args.update_word(site.at + 16, 0);  // rng::unpack takes the numbers themselves
-  }
+  if (!taken.empty())
+    for (const auto& site : n.draws) {
+      const auto [seed, offset] = taken[site.draw.generator];
+      changed |= n.args.update_word(site.at, seed);
+      changed |= n.args.update_word(site.at + 8, offset + site.draw.offset);
+      changed |= n.args.update_word(site.at + 16, 0);  // rng::unpack takes the numbers themselves
+    }
   if (n.stage && rec_.leaves != 0)
     changed |= n.args.update_bytes(*n.stage + offsetof(StageArgs, inline_sources), committed_.data(),
                                    rec_.leaves * sizeof(unsigned long long));

@@ -212,14 +212,11 @@ inline bool in_ranges(const Ranges& ranges, const void* p) noexcept {
 }  // namespace graph_queries_detail
 
 CUGRAPHS_INLINE bool graph_allocates(cudaGraph_t graph, const void* p, std::string_view op) {
-  graph_queries_detail::Ranges ranges;
-  check(graph_queries_detail::try_graph_allocations(graph, ranges), "{}: reading the graph's allocation nodes", op);
-  return graph_queries_detail::in_ranges(ranges, p);
+  return graph_queries_detail::in_ranges(graph_allocation_ranges(graph, op), p);
 }
 
 CUGRAPHS_INLINE std::vector<std::pair<std::uintptr_t, std::size_t>> graph_allocation_ranges(cudaGraph_t graph,
                                                                                              std::string_view op) {
-  RelaxedCaptureMode relaxed;
   graph_queries_detail::Ranges ranges;
   check(graph_queries_detail::try_graph_allocations(graph, ranges), "{}: reading the graph's allocation nodes", op);
   return ranges;

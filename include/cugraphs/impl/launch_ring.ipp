@@ -85,7 +85,10 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
       (void)refuse_arguments(op, "the graph holds device-updatable kernel nodes (launch_updatable), whose updates "
                                  "from the device a node update from the host would overwrite");
     } else {
-      shield_.insert(shield_.end(), facts.pool.begin(), facts.pool.end());
+      if (in_place_) {
+        shield_.insert(shield_.end(), facts.pool.begin(), facts.pool.end());
+        for (const auto& r : graph_allocation_ranges(g, op)) shield_.push_back(r);
+      }
       ArgumentSites sites({values(), uses_.size(), draws_, sources_.get(), leaves_, statics_, in_place_, shield_});
       if (const auto why = sites.find(g, facts.conditionals, op)) {
         refuse_in_place(*why);
