@@ -240,6 +240,31 @@ private:
   // The first static input that [p, p + bytes) overlaps.
   [[nodiscard]] std::optional<unsigned> leaf_overlapped(const void* p, std::size_t bytes) const noexcept;
 
+  // Calls `each` on every node of the graphs nested in `node` (of type `t`: a child graph's
+  // nodes, a conditional's bodies', at any depth through `each`) until one gives a reason, and
+  // gives that; or why they cannot be read (prefixed by `where`).
+  template <class Each>
+  [[nodiscard]] static std::optional<std::string> first_nested(cudaGraphNode_t node, cudaGraphNodeType t,
+                                                               const std::vector<ConditionalMade>& conditionals,
+                                                               std::string_view op, const std::string& where,
+                                                               Each&& each) {
+    std::vector<cudaGraph_t> graphs;
+    if (t == cudaGraphNodeTypeGraph) {
+      cudaGraph_t child = nullptr;
+      if (cudaGraphChildGraphNodeGetGraph(node, &child) != cudaSuccess) return where + "a child graph CUDA cannot read";
+      graphs.push_back(child);
+    } else {
+      const auto made = std::ranges::find(conditionals, node, &ConditionalMade::node);
+      if (made == conditionals.end())
+        return where + "a conditional node that cugraphs did not make (its bodies cannot be read)";
+      graphs.assign(made->bodies.begin(), made->bodies.end());
+    }
+    for (cudaGraph_t g : graphs)
+      for (cudaGraphNode_t n : graph_nodes(g, op))
+        if (auto why = each(n)) return why;
+    return std::nullopt;
+  }
+
   // With inputs read in place: why `node` (index `i` of the graph, or inside a body or child
   // graph when `nested`) reaches a static input some way that a launch cannot rebind, or none.
   // A top-level kernel node the runtime can read is judged by find_sites instead.
@@ -258,6 +283,22 @@ private:
   // host holds them now), which only the ring refreshes; none for other nodes, and for
   // sources over 64 MiB, which are not searched.
   [[nodiscard]] std::optional<DrawMade> draw_in_host_copy(cudaGraphNode_t node) const;
+
+  // The bytes a copy spans from pointer `q` (its position `at` included) to its last byte; a 3D
+  // copy's slices are taken as rows of the pitch, an over-estimate that only widens a search.
+  [[nodiscard]] static std::size_t copy_extent(const cudaMemcpy3DParms& p, const cudaPitchedPtr& q,
+                                               const cudaPos& at) noexcept;
+  // The source of a copy from pinned or managed host memory, as the host holds it now: its
+  // words from the first 8-byte boundary, unless it spans more than kHostSearched bytes (then
+  // not searched). None for other sources: pageable memory is refused by the escape check, or
+  // not read, since it may no longer be mapped.
+  struct HostSource {
+    std::span<const std::byte> words;
+    std::size_t bytes = 0;
+    bool searched = false;
+  };
+  static constexpr std::size_t kHostSearched = std::size_t{64} << 20;
+  [[nodiscard]] static std::optional<HostSource> host_source(const cudaMemcpy3DParms& p);
 
   // Why `node` may hand a draw to the device some way that node updates of the executable
   // cannot refresh, or none: a kernel inside a conditional body or a child graph (`nested`),

@@ -141,11 +141,6 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
                                    : format("node {}", i);
   cudaGraphNodeType t{};
   if (cudaGraphNodeGetType(node, &t) != cudaSuccess) return where + ", of a type CUDA cannot say";
-  const auto inside = [&, this](cudaGraph_t body) -> std::optional<std::string> {
-    for (cudaGraphNode_t n : graph_nodes(body, op))
-      if (auto why = reaches_statics(n, i, true, conditionals, op)) return why;
-    return std::nullopt;
-  };
   const auto names = [](unsigned leaf) { return format("static input leaf {}", leaf); };
   switch (t) {
     case cudaGraphNodeTypeKernel: {
@@ -171,32 +166,17 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
     case cudaGraphNodeTypeMemcpy: {
       cudaMemcpy3DParms p{};
       if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess) return where + ", a copy CUDA cannot describe";
-      const std::size_t rows = std::max<std::size_t>(p.extent.height, 1) * std::max<std::size_t>(p.extent.depth, 1);
-      // The bytes from the pointer to the copy's last, its position included (a 3D copy's
-      // slices taken as rows of the pitch: an over-estimate, which only widens the search).
-      const auto span = [&](const cudaPitchedPtr& q, const cudaPos& at) {
-        const std::size_t pitch = std::max(q.pitch, p.extent.width);
-        const std::size_t slice = pitch * std::max<std::size_t>(q.ysize, 1);
-        return at.x + at.y * pitch + at.z * slice + pitch * (rows - 1) + p.extent.width;
-      };
       if (p.srcArray == nullptr)
-        if (const auto leaf = leaf_overlapped(p.srcPtr.ptr, span(p.srcPtr, p.srcPos)))
+        if (const auto leaf = leaf_overlapped(p.srcPtr.ptr, copy_extent(p, p.srcPtr, p.srcPos)))
           return format("{} is a copy that reads {}", where, names(*leaf));
       if (p.dstArray == nullptr)
-        if (const auto leaf = leaf_overlapped(p.dstPtr.ptr, span(p.dstPtr, p.dstPos)))
+        if (const auto leaf = leaf_overlapped(p.dstPtr.ptr, copy_extent(p, p.dstPtr, p.dstPos)))
           return format("{} is a copy that writes {}", where, names(*leaf));
-      // A table of addresses copied from pinned or managed host memory (pageable memory is
-      // refused by the escape check, or not read: it may no longer be mapped).
-      cudaPointerAttributes attr{};
-      if (p.srcArray == nullptr && p.srcPtr.ptr != nullptr && cudaPointerGetAttributes(&attr, p.srcPtr.ptr) == cudaSuccess &&
-          (attr.type == cudaMemoryTypeHost || attr.type == cudaMemoryTypeManaged)) {
-        const std::size_t bytes = span(p.srcPtr, p.srcPos);
-        const auto* first = static_cast<const std::byte*>(p.srcPtr.ptr);
-        const std::size_t skip = std::min<std::size_t>((8 - reinterpret_cast<std::uintptr_t>(first) % 8) % 8, bytes);
-        if (bytes > (std::size_t{64} << 20))
+      if (const auto host = host_source(p)) {
+        if (!host->searched)
           return format("{} copies {} bytes from host memory, more than cugraphs searches for a static input's "
-                        "address (64 MiB)", where, bytes);
-        if (const auto leaf = leaf_in({first + skip, bytes - skip}))
+                        "address (64 MiB)", where, host->bytes);
+        if (const auto leaf = leaf_in(host->words))
           return format("{} copies the address of {} from host memory to the device", where, names(*leaf));
       }
       (void)cudaGetLastError();
@@ -210,20 +190,13 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
       if (const auto leaf = leaf_overlapped(p.dst, bytes)) return format("{} is a memset of {}", where, names(*leaf));
       return std::nullopt;
     }
-    case cudaGraphNodeTypeGraph: {
-      cudaGraph_t child = nullptr;
-      if (cudaGraphChildGraphNodeGetGraph(node, &child) != cudaSuccess) return where + ", a child graph CUDA cannot read";
-      return inside(child);
-    }
+    case cudaGraphNodeTypeGraph:
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
-    case cudaGraphNodeTypeConditional: {
-      const auto made = std::ranges::find(conditionals, node, &ConditionalMade::node);
-      if (made == conditionals.end()) return where + ", a conditional node whose bodies cugraphs cannot read";
-      for (cudaGraph_t body : made->bodies)
-        if (auto why = inside(body)) return why;
-      return std::nullopt;
-    }
+    case cudaGraphNodeTypeConditional:
 #endif
+      return first_nested(node, t, conditionals, op, where + ", ", [&, this](cudaGraphNode_t n) {
+        return reaches_statics(n, i, true, conditionals, op);
+      });
     case cudaGraphNodeTypeEmpty:
     case cudaGraphNodeTypeHost:
     case cudaGraphNodeTypeWaitEvent:
@@ -282,33 +255,44 @@ CUGRAPHS_INLINE void ArgumentSites::set_nodes(cudaGraphExec_t exec, Taken taken,
 
 CUGRAPHS_INLINE std::optional<DrawMade> ArgumentSites::draw_in_host_copy(cudaGraphNode_t node) const {
   cudaMemcpy3DParms p{};
-  if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess || p.srcPtr.ptr == nullptr) return std::nullopt;
-  cudaPointerAttributes attr{};
-  if (cudaPointerGetAttributes(&attr, p.srcPtr.ptr) != cudaSuccess) return std::nullopt;
-  // Pinned or managed memory only: an address CUDA does not know may no longer be mapped.
-  if (attr.type != cudaMemoryTypeHost && attr.type != cudaMemoryTypeManaged) return std::nullopt;
-  const std::size_t rows = std::max<std::size_t>(p.extent.height, 1) * std::max<std::size_t>(p.extent.depth, 1);
-  const std::size_t bytes = std::max(p.srcPtr.pitch, p.extent.width) * (rows - 1) + p.extent.width;
-  if (bytes > (std::size_t{64} << 20)) return std::nullopt;
-  const auto* first = static_cast<const std::byte*>(p.srcPtr.ptr);
-  const std::size_t skip = std::min<std::size_t>((8 - reinterpret_cast<std::uintptr_t>(first) % 8) % 8, bytes);
+  if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess) return std::nullopt;
+  const auto host = host_source(p);
+  if (!host || !host->searched) return std::nullopt;
   std::optional<DrawMade> found;
-  (void)each_draw({first + skip, bytes - skip}, [&](std::size_t, DrawMade d) {
+  (void)each_draw(host->words, [&](std::size_t, DrawMade d) {
     found = d;
     return true;
   });
   return found;
 }
 
+CUGRAPHS_INLINE std::size_t ArgumentSites::copy_extent(const cudaMemcpy3DParms& p, const cudaPitchedPtr& q,
+                                                       const cudaPos& at) noexcept {
+  const std::size_t rows = std::max<std::size_t>(p.extent.height, 1) * std::max<std::size_t>(p.extent.depth, 1);
+  const std::size_t pitch = std::max(q.pitch, p.extent.width);
+  const std::size_t slice = pitch * std::max<std::size_t>(q.ysize, 1);
+  return at.x + at.y * pitch + at.z * slice + pitch * (rows - 1) + p.extent.width;
+}
+
+CUGRAPHS_INLINE std::optional<ArgumentSites::HostSource> ArgumentSites::host_source(const cudaMemcpy3DParms& p) {
+  if (p.srcArray != nullptr || p.srcPtr.ptr == nullptr) return std::nullopt;
+  cudaPointerAttributes attr{};
+  if (cudaPointerGetAttributes(&attr, p.srcPtr.ptr) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
+  if (attr.type != cudaMemoryTypeHost && attr.type != cudaMemoryTypeManaged) return std::nullopt;
+  const std::size_t bytes = copy_extent(p, p.srcPtr, p.srcPos);
+  if (bytes > kHostSearched) return HostSource{{}, bytes, false};
+  const auto* first = static_cast<const std::byte*>(p.srcPtr.ptr);
+  const std::size_t skip = std::min<std::size_t>((8 - reinterpret_cast<std::uintptr_t>(first) % 8) % 8, bytes);
+  return HostSource{{first + skip, bytes - skip}, bytes, true};
+}
+
 CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::draw_elsewhere(cudaGraphNode_t node, bool nested,
     const std::vector<ConditionalMade>& conditionals, std::string_view op) const {
   cudaGraphNodeType t{};
   if (cudaGraphNodeGetType(node, &t) != cudaSuccess) return "a node whose type CUDA cannot say";
-  const auto inside = [&, this](cudaGraph_t body) -> std::optional<std::string> {
-    for (cudaGraphNode_t n : graph_nodes(body, op))
-      if (auto why = draw_elsewhere(n, true, conditionals, op)) return why;
-    return std::nullopt;
-  };
   switch (t) {
     case cudaGraphNodeTypeKernel: {
       const auto args = nested ? KernelArgs::read(node) : std::nullopt;
@@ -332,20 +316,13 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::draw_elsewhere(cudaGra
                       "host memory",
                       d->generator, d->offset);
       return std::nullopt;
-    case cudaGraphNodeTypeGraph: {
-      cudaGraph_t child = nullptr;
-      if (cudaGraphChildGraphNodeGetGraph(node, &child) != cudaSuccess) return "a child graph CUDA cannot read";
-      return inside(child);
-    }
+    case cudaGraphNodeTypeGraph:
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
-    case cudaGraphNodeTypeConditional: {
-      const auto made = std::ranges::find(conditionals, node, &ConditionalMade::node);
-      if (made == conditionals.end()) return std::string("a conditional node that cugraphs did not make (its bodies cannot be read)");
-      for (cudaGraph_t body : made->bodies)
-        if (auto why = inside(body)) return why;
-      return std::nullopt;
-    }
+    case cudaGraphNodeTypeConditional:
 #endif
+      return first_nested(node, t, conditionals, op, "", [&, this](cudaGraphNode_t n) {
+        return draw_elsewhere(n, true, conditionals, op);
+      });
     default:
       return std::nullopt;
   }
