@@ -1,6 +1,7 @@
 // cuBLAS handles that follow the capture (built where cuBLAS was found): SGEMMs through a
 // cugraphs::cublas::Handle, or a user's own handle under cugraphs::cublas::Follow, captured in
-// a CaptureScope, inside While and IfElse bodies and in a GraphedPair, with no manual
+// a CaptureScope, inside While and IfElse bodies, in a GraphedPair and in a graphed callable
+// that reads its inputs in place (cuBLAS's kernels rebound to each call's), with no manual
 // cublasSetStream anywhere; every result checked against a host reference and against the
 // same GEMMs run eagerly (bitwise: the same workspace size picks the same algorithm).
 #include "kernels.cuh"
@@ -14,8 +15,10 @@
 
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace cugraphs_test;
@@ -411,6 +414,101 @@ TEST_CASE("cublas::Handle: a GraphedPair whose halves do their GEMMs through a H
     REQUIRE(bitwise_equal(dw_graphed, host(dw_eager.span())));
   }
   CHECK(pair.forward_calls() == 4);
+}
+
+namespace {
+
+// Calls `call`, a graphed callable of `f` made with InputMode::InPlace, on fresh inputs
+// (`make(k)`: a pair of device buffers) and checks each result bitwise against the eager
+// call (and against `reference(k)` where one is given); the static inputs are untouched.
+template <class Call, class F, class Make, class Reference>
+void check_in_place(Call& call, const F& f, const Make& make, const Reference& reference) {
+  const auto statics = [&] {
+    const auto& s = std::get<0>(call.static_inputs());
+    return host(s.data(), s.size());
+  };
+  const auto statics_a = statics();
+  for (std::uint32_t k = 0; k < 4; ++k) {
+    const auto [a, b] = make(k);
+    const auto graphed = host(call(a.span(), b.span()));
+    INFO("call " << k);
+    REQUIRE(reference(k, graphed));
+    REQUIRE(bitwise_equal(graphed, host(f(a.span(), b.span()).span())));
+  }
+  CHECK(call.staged_copies() == 0);
+  CHECK(statics() == statics_a);  // element by element (the inputs hold no NaN)
+}
+
+// Random bf16 numbers (the high half of random floats' bits).
+DeviceBuffer<std::uint16_t> random_bf16(std::size_t n, std::uint32_t seed) {
+  const auto f = random_floats(n, seed);
+  std::vector<std::uint16_t> bits(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    std::uint32_t w = 0;
+    std::memcpy(&w, &f[i], sizeof w);
+    bits[i] = static_cast<std::uint16_t>(w >> 16);
+  }
+  DeviceBuffer<std::uint16_t> d(n);
+  d.copy_from_host(bits);
+  return d;
+}
+
+}  // namespace
+
+TEST_CASE("cublas::Handle: a graphed callable made with InputMode::InPlace rebinds cuBLAS's own kernels to each "
+          "call's inputs: bitwise as eager, nothing copied, the static inputs untouched",
+          "[cublas][in_place][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  Handle blas;  // outlives the callables: their graphs use its workspaces
+  configure(blas);
+  cugraphs::GraphedOptions opts;
+  opts.inputs = cugraphs::InputMode::InPlace;
+  // Made with InPlace, each was refused before cuBLAS's kernels could be rebound ("a kernel
+  // this runtime cannot set").
+  for (const int n : {0, 256}) {  // the tests' small SGEMM, and a square one
+    const Gemm g = n == 0 ? plain() : Gemm{false, false, n, n, n, n, n, n, 1.0f, 0.0f};
+    const std::size_t size_a = std::size_t(g.lda) * g.k, size_b = std::size_t(g.ldb) * g.n;
+    const std::size_t size_c = std::size_t(g.ldc) * g.n;
+    auto f = [&blas, g, size_c](In a, In b) {
+      DeviceBuffer<float> c(size_c);
+      sgemm(blas, g, a.data(), b.data(), c.data());
+      return c;
+    };
+    const auto a0 = filled(size_a, 1), b0 = filled(size_b, 2);
+    auto call = cugraphs::make_graphed_callable(opts, f, In(a0), In(b0));
+    INFO("SGEMM " << g.m << " x " << g.n << " x " << g.k);
+    check_in_place(
+        call, f,
+        [&](std::uint32_t k) {
+          return std::pair{filled(size_a, 300 + k), filled(size_b, 400 + k)};
+        },
+        [&](std::uint32_t k, const std::vector<float>& got) {
+          return close(got, host_gemm(g, random_floats(size_a, 300 + k), random_floats(size_b, 400 + k), {}));
+        });
+  }
+  // bf16 operands, fp32 output and compute: a trainer's GEMM, for which cuBLAS on Hopper
+  // picks tensor-core kernels (reading their operands through tensor maps, where it does).
+  constexpr int n = 512;
+  constexpr std::size_t size = std::size_t{n} * n;
+  using Half = DeviceSpan<const std::uint16_t>;
+  auto f = [&blas](Half a, Half b) {
+    DeviceBuffer<float> c(size);
+    const float one = 1.0f, zero = 0.0f;
+    cugraphs::cublas::check(cublasGemmEx(blas, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &one, a.data(), CUDA_R_16BF, n,
+                                         b.data(), CUDA_R_16BF, n, &zero, c.data(), CUDA_R_32F, n,
+                                         CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+                            "cublasGemmEx");
+    return c;
+  };
+  const auto a0 = random_bf16(size, 1), b0 = random_bf16(size, 2);
+  auto call = cugraphs::make_graphed_callable(opts, f, Half(a0), Half(b0));
+  const auto first = host(call(Half(a0), Half(b0)));
+  check_in_place(
+      call, f, [&](std::uint32_t k) { return std::pair{random_bf16(size, 500 + k), random_bf16(size, 600 + k)}; },
+      // Fresh inputs give other products than the static inputs' (which a missed address
+      // would read).
+      [&](std::uint32_t, const std::vector<float>& got) { return !bitwise_equal(got, first); });
 }
 
 TEST_CASE("cublas::Handle: a workspace that cannot be allocated when the current stream changes is reported by "

@@ -59,8 +59,9 @@ inline constexpr unsigned kAutoParameterNodes = 12;
 /// have chosen its kernels by that alignment). The static inputs then hold what the last
 /// copying call copied (the samples at first). InPlace is an Error at capture time, naming the
 /// node, where f's graph reaches a static input other than through kernel arguments of its
-/// top-level kernel nodes (a copy or a memset of it, a kernel of a library whose arguments
-/// the runtime cannot read, a kernel in a conditional body or a child graph), where f returns
+/// top-level kernel nodes (a copy or a memset of it, a kernel whose arguments neither the
+/// runtime nor the driver can read, a kernel in a conditional body or a child graph; a
+/// library's kernels, cuBLAS's, are rebound through the driver), where f returns
 /// a view of its input, under PerLaunch::Ring, and for graphed pairs (the backward reads the
 /// forward's static inputs).
 enum class InputMode { Copy, InPlace };

@@ -208,7 +208,7 @@ private:
     std::vector<LeafSite> leaves;      // inputs read in place: the static inputs' addresses
     std::optional<std::size_t> stage;  // byte of the StageArgs
     bool current = false;  // the executable's node holds `args` as they are
-    cudaFunction_t function = nullptr;  // the kernel's (kernel_function), found when the node is readied
+    cudaFunction_t function = nullptr;  // the kernel's (kernel_function when readied; a library kernel's from the driver)
   };
 
   // The draw whose PhiloxArgs, as a capture handed them out (seed 0, this draw's offset, base

@@ -74,8 +74,20 @@ private:
 // The argument bytes of kernel node `node`, one blob a parameter, read through the driver
 // API: for kernels this runtime cannot name (launched through the driver API, or by another
 // shared library with a CUDA runtime of its own), which KernelArgs::read cannot read. None
-// where this fails too (the driver entry points need CUDA 12.5 at build time).
+// where this fails too (the driver entry points need CUDA 12.5 at build time); no blobs for a
+// kernel without parameters.
 [[nodiscard]] std::optional<std::vector<std::vector<std::byte>>> driver_kernel_args(cudaGraphNode_t node);
+
+// A kernel node that this runtime cannot name (launched through the driver API, by a library
+// such as cuBLAS), read through the driver: its launch as KernelArgs, whose function is null,
+// and the function (CUfunction) that set_exec_kernel_node sets it with. Its arguments may
+// have been given as kernelParams or packed in `extra`. None where the driver cannot read or
+// lay them out (the driver entry points need CUDA 12.5 at build time).
+struct DriverKernel {
+  KernelArgs args;
+  cudaFunction_t function;
+};
+[[nodiscard]] std::optional<DriverKernel> read_driver_kernel(cudaGraphNode_t node);
 
 // The function (CUfunction) of kernel `func` in the current device's context, for
 // set_exec_kernel_node; null where it cannot be had or the driver path is not built (CUDA

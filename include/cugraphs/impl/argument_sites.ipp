@@ -26,12 +26,21 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
       continue;
     }
     auto args = t == cudaGraphNodeTypeKernel ? KernelArgs::read(nodes[i]) : std::nullopt;
+    cudaFunction_t function = nullptr;  // for a kernel only the driver can read
+    if (!args && !rec_.draws.empty() && !elsewhere) elsewhere = draw_elsewhere(nodes[i], false, conditionals, op);
+    if (!args && rec_.in_place && t == cudaGraphNodeTypeKernel)
+      if (auto driver = read_driver_kernel(nodes[i])) {
+        // A library's kernel (cuBLAS): a static input's address among its arguments is rebound
+        // through the driver like any other (draws there are refused above).
+        args.emplace(std::move(driver->args));
+        function = driver->function;
+      }
     if (!args) {
-      if (!rec_.draws.empty() && !elsewhere) elsewhere = draw_elsewhere(nodes[i], false, conditionals, op);
       if (rec_.in_place && !unbound) unbound = reaches_statics(nodes[i], i, false, conditionals, op);
       continue;
     }
     PatchedNode n{i, nodes[i], nullptr, std::move(*args), {}, {}, {}};
+    n.function = function;
     find_sites(n);
     if (n.draws.empty() && !n.stage && n.leaves.empty()) continue;
     for (const auto& site : n.draws)
@@ -60,7 +69,7 @@ CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
   for (PatchedNode& n : patched_) {
     // The node's kernel function, found now, on the capture's device, for the updates of every
     // launch (which may come while another device is current).
-    n.function = kernel_function(n.args.launch().func);
+    if (n.args.launch().func != nullptr) n.function = kernel_function(n.args.launch().func);  // else the driver's
     if (!n.stage) continue;
     StageArgs a;
     std::memcpy(&a, n.args.bytes() + *n.stage, sizeof a);

@@ -66,34 +66,106 @@ CUGRAPHS_INLINE std::optional<KernelArgs> KernelArgs::read(cudaGraphNode_t node)
   return KernelArgs(p, std::move(*params));
 }
 
-CUGRAPHS_INLINE std::optional<std::vector<std::vector<std::byte>>> driver_kernel_args(cudaGraphNode_t node) {
 #if CUGRAPHS_CTK_AT_LEAST(12, 5)
+// A kernel node as the driver holds it: its launch, its parameters' layout and where each
+// parameter's bytes are (in its kernelParams, or in the packed buffer of its `extra`).
+struct DriverNode {
+  CUDA_KERNEL_NODE_PARAMS launch{};
+  std::vector<KernelArgs::Param> params;
+  std::vector<void*> values;  // one a parameter
+};
+
+CUGRAPHS_INLINE void* driver_query_entry(const char* name) noexcept {
+  void* fn = driver_entry_point(name, 12040);
+  if (fn == nullptr) (void)cudaGetLastError();
+  return fn;
+}
+
+// Kernel node `node` read through the driver; none where it cannot be read or laid out whole.
+CUGRAPHS_INLINE std::optional<DriverNode> read_driver_node(cudaGraphNode_t node) {
   using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
   using FuncInfo = CUresult (*)(CUfunction, std::size_t, std::size_t*, std::size_t*);
   using KernelInfo = CUresult (*)(CUkernel, std::size_t, std::size_t*, std::size_t*);
-  static const auto entry = [](const char* name) {
-    void* fn = driver_entry_point(name, 12040);
-    if (fn == nullptr) (void)cudaGetLastError();
-    return fn;
-  };
-  static const auto get = reinterpret_cast<GetParams>(entry("cuGraphKernelNodeGetParams"));
-  static const auto func_info = reinterpret_cast<FuncInfo>(entry("cuFuncGetParamInfo"));
-  static const auto kernel_info = reinterpret_cast<KernelInfo>(entry("cuKernelGetParamInfo"));
-  CUDA_KERNEL_NODE_PARAMS p{};
+  static const auto get = reinterpret_cast<GetParams>(driver_query_entry("cuGraphKernelNodeGetParams"));
+  static const auto func_info = reinterpret_cast<FuncInfo>(driver_query_entry("cuFuncGetParamInfo"));
+  static const auto kernel_info = reinterpret_cast<KernelInfo>(driver_query_entry("cuKernelGetParamInfo"));
+  DriverNode d;
+  CUDA_KERNEL_NODE_PARAMS& p = d.launch;
   if (get == nullptr || get(reinterpret_cast<CUgraphNode>(node), &p) != CUDA_SUCCESS) return std::nullopt;
-  std::vector<std::vector<std::byte>> params;
-  if (p.kernelParams == nullptr) return params;  // a kernel without parameters
+  std::size_t end = 0;
   for (std::size_t i = 0;; ++i) {
     std::size_t offset = 0, size = 0;
     CUresult r = CUDA_ERROR_NOT_SUPPORTED;
     if (p.func != nullptr && func_info != nullptr) r = func_info(p.func, i, &offset, &size);
     if (p.func == nullptr && p.kern != nullptr && kernel_info != nullptr) r = kernel_info(p.kern, i, &offset, &size);
-    if (r != CUDA_SUCCESS) break;
-    const auto* from = static_cast<const std::byte*>(p.kernelParams[i]);
-    params.emplace_back(from, from + size);
+    // Asked past the last parameter, the query fails with CUDA_ERROR_INVALID_VALUE; any other
+    // failure leaves the layout unknown.
+    if (r == CUDA_ERROR_INVALID_VALUE) break;
+    if (r != CUDA_SUCCESS) return std::nullopt;
+    d.params.push_back({offset, size});
+    end = std::max(end, offset + size);
   }
-  if (params.empty()) return std::nullopt;  // parameters it could not lay out
+  // No parameter: believed only where the node hands none either (a layout the driver cannot
+  // give may look empty too).
+  if (d.params.empty()) {
+    if (p.kernelParams != nullptr || p.extra != nullptr) return std::nullopt;
+    return d;
+  }
+  if (p.kernelParams != nullptr) {
+    d.values.assign(p.kernelParams, p.kernelParams + d.params.size());
+    return d;
+  }
+  // Arguments packed in one buffer (CU_LAUNCH_PARAM_BUFFER_POINTER), laid out as the
+  // parameters are.
+  std::byte* buffer = nullptr;
+  std::size_t bytes = 0;
+  for (void** e = p.extra; e != nullptr && *e != CU_LAUNCH_PARAM_END; e += 2) {
+    if (*e == CU_LAUNCH_PARAM_BUFFER_POINTER) buffer = static_cast<std::byte*>(e[1]);
+    else if (*e == CU_LAUNCH_PARAM_BUFFER_SIZE && e[1] != nullptr) bytes = *static_cast<const std::size_t*>(e[1]);
+    else return std::nullopt;  // an option this reading does not know
+  }
+  if (buffer == nullptr || bytes < end) return std::nullopt;
+  for (const KernelArgs::Param& q : d.params) d.values.push_back(buffer + q.offset);
+  return d;
+}
+#endif
+
+CUGRAPHS_INLINE std::optional<std::vector<std::vector<std::byte>>> driver_kernel_args(cudaGraphNode_t node) {
+#if CUGRAPHS_CTK_AT_LEAST(12, 5)
+  const auto d = read_driver_node(node);
+  if (!d) return std::nullopt;
+  std::vector<std::vector<std::byte>> params;
+  for (std::size_t i = 0; i < d->params.size(); ++i) {
+    const auto* from = static_cast<const std::byte*>(d->values[i]);
+    params.emplace_back(from, from + d->params[i].size);
+  }
   return params;
+#else
+  (void)node;
+  return std::nullopt;
+#endif
+}
+
+CUGRAPHS_INLINE std::optional<DriverKernel> read_driver_kernel(cudaGraphNode_t node) {
+#if CUGRAPHS_CTK_AT_LEAST(12, 5)
+  using KernelFunction = CUresult (*)(CUfunction*, CUkernel);
+  static const auto function_of = reinterpret_cast<KernelFunction>(driver_query_entry("cuKernelGetFunction"));
+  auto d = read_driver_node(node);
+  if (!d) return std::nullopt;
+  const CUDA_KERNEL_NODE_PARAMS& p = d->launch;
+  CUfunction function = p.func;
+  // A library's kernel (CUkernel): its function in the current context, which the capture's.
+  if (function == nullptr && p.kern != nullptr &&
+      (function_of == nullptr || function_of(&function, p.kern) != CUDA_SUCCESS))
+    return std::nullopt;
+  if (function == nullptr) return std::nullopt;
+  cudaKernelNodeParams launch{};
+  launch.func = nullptr;  // set through `function` (set_exec_kernel_node)
+  launch.gridDim = dim3(p.gridDimX, p.gridDimY, p.gridDimZ);
+  launch.blockDim = dim3(p.blockDimX, p.blockDimY, p.blockDimZ);
+  launch.sharedMemBytes = p.sharedMemBytes;
+  launch.kernelParams = d->values.data();
+  return DriverKernel{KernelArgs(launch, std::move(d->params)), reinterpret_cast<cudaFunction_t>(function)};
 #else
   (void)node;
   return std::nullopt;
