@@ -66,10 +66,10 @@ public:
 
   /// Replays with a graphed callable's inputs staged inside the graph: `stage(words)` writes
   /// this launch's input addresses, a word a leaf (0: the static input itself), and may throw
-  /// first. Returns whether the launch reads the inputs in place (InputMode::InPlace) rather
-  /// than copying them.
+  /// first. Returns how many of the inputs it was handed (words other than 0) the launch reads
+  /// in place (InputMode::InPlace) rather than copying them.
   template <class Stage>
-  bool replay_staged(cudaStream_t stream, Stage&& stage, std::string_view op) {
+  std::size_t replay_staged(cudaStream_t stream, Stage&& stage, std::string_view op) {
     return launch_staged(stream, detail::StageRef(stage), op);
   }
 
@@ -220,7 +220,7 @@ private:
   }
 
   // The non-template steps of the templates above, in the compiled part.
-  bool launch_staged(cudaStream_t stream, detail::StageRef stage, std::string_view op);
+  std::size_t launch_staged(cudaStream_t stream, detail::StageRef stage, std::string_view op);
   void set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node,
                          const cudaKernelNodeParams& p, std::string_view op);
   [[nodiscard]] bool holds_capture(std::uint64_t capture) const noexcept;

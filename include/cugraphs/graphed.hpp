@@ -276,7 +276,7 @@ public:
     // slot. A leaf that fails its check throws before the slot is published, so the slot,
     // written in part, is never seen by the device: the next call writes it afresh.
     std::uint64_t copies = 0;
-    const bool in_place = graph_.replay_staged(stream, [&, this](std::span<unsigned long long> slot) {
+    const std::size_t in_place = graph_.replay_staged(stream, [&, this](std::span<unsigned long long> slot) {
       [[maybe_unused]] auto stage_leaf = [&, this](std::size_t i, auto leaf) {
         detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op, names_.leaf);
         if (checked_pool_) [[unlikely]]
@@ -290,7 +290,7 @@ public:
       (detail::visit_leaves(inputs, next, stage_leaf), ...);
     }, op);
     ++calls_;
-    copies_ += in_place ? 0 : copies;
+    copies_ += copies - in_place;
     return *outputs_;
   }
 

@@ -51,19 +51,19 @@ inline constexpr unsigned kAutoParameterNodes = 12;
 /// in the arguments of f's kernel nodes after the capture, rebound at every call by the node
 /// updates PerLaunch::Parameters makes) and the staging kernel is disabled: nothing is copied,
 /// a call takes f's graph's time to complete, and f reads (and, where it writes its inputs,
-/// writes) the caller's buffers. A call copies, as Copy does, where an input lies in memory
+/// writes) the caller's buffers. An input is copied, as Copy does, where it lies in memory
 /// the graph allocated or writes as its result (its pool's segments and allocation nodes,
 /// which hold f's temporaries and the outputs of this and other callables sharing the pool;
 /// this callable's outputs), where f's temporaries or outputs could overwrite it while f reads
-/// it, or where an input is not aligned to 256 bytes as its static input is (f's capture may
-/// have chosen its kernels by that alignment). The static inputs then hold what the last
-/// copying call copied (the samples at first). InPlace is an Error at capture time, naming the
-/// node, where f's graph reaches a static input other than through kernel arguments of its
-/// top-level kernel nodes (a copy or a memset of it, a kernel whose arguments neither the
-/// runtime nor the driver can read, a kernel in a conditional body or a child graph; a
-/// library's kernels, cuBLAS's, are rebound through the driver), where f returns
-/// a view of its input, under PerLaunch::Ring, and for graphed pairs (the backward reads the
-/// forward's static inputs).
+/// it, or where it is not aligned to 256 bytes as its static input is (f's capture may have
+/// chosen its kernels by that alignment); the call's other inputs are still read in place.
+/// The static inputs hold what the last call that copied them copied (the samples at first).
+/// InPlace is an Error at capture time, naming the node, where f's graph reaches a static
+/// input other than through kernel arguments of its top-level kernel nodes (a copy or a
+/// memset of it, a kernel whose arguments neither the runtime nor the driver can read, a
+/// kernel in a conditional body or a child graph; a library's kernels, cuBLAS's, are rebound
+/// through the driver), where f returns a view of its input, under PerLaunch::Ring, and for
+/// graphed pairs (the backward reads the forward's static inputs).
 enum class InputMode { Copy, InPlace };
 
 }  // namespace cugraphs

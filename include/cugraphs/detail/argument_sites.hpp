@@ -117,15 +117,17 @@ public:
 
   // Sets every patched node of `exec` with this launch's values; a node that already holds
   // them (a graphed callable called again with the same inputs, and no draw) is left as it is.
-  // With inputs read in place, this launch's inputs are first judged (in place, or copied when
-  // one lies in the graph's own memory) and the staging node enabled or disabled to match.
-  // The order keeps the executable right for a launch outside cugraphs after a failure
-  // midway: read in place, f's nodes first, then the copy disabled; copying, the copy's
-  // arguments first, then the copy enabled, then f's nodes.
+  // With inputs read in place, this launch's inputs are first judged one by one (read in
+  // place, or copied when it lies in the graph's own memory) and the staging node enabled
+  // (copying those alone) or disabled to match. The order keeps the executable right for a
+  // launch outside cugraphs after a failure midway: all read in place, f's nodes first, then
+  // the copy disabled; some copied, the copy's arguments first, then the copy enabled, then
+  // f's nodes.
   void set_nodes(cudaGraphExec_t exec, Taken taken, std::string_view op);
 
-  // Whether the last launch read its inputs in place (InputMode::InPlace, nothing copied).
-  [[nodiscard]] bool in_place_now() const noexcept { return in_place_now_; }
+  // How many input leaves the last launch read in place (InputMode::InPlace; the rest of
+  // those it was handed, other than the static inputs themselves, it copied).
+  [[nodiscard]] std::size_t leaves_in_place() const noexcept { return leaves_in_place_; }
 
   // Waits for the event the last launch records at its end (the executable's launches run in
   // order, so its completion is all of theirs; a graph that only draws has none: like any
@@ -272,10 +274,11 @@ private:
                                                            const std::vector<ConditionalMade>& conditionals,
                                                            std::string_view op) const;
 
-  // Whether this launch's inputs (staged_) can be read in place: none lies in the graph's own
-  // memory, and each is aligned as its static input is (to 256 bytes: f's capture may have
-  // chosen its kernels by the static inputs' alignment).
-  [[nodiscard]] bool inputs_in_place() const noexcept;
+  // Judges this launch's inputs (committed_) one by one into copied_: an input is copied that
+  // lies in the graph's own memory, or is not aligned as its static input is (to 256 bytes:
+  // f's capture may have chosen its kernels by the static inputs' alignment); the others are
+  // read in place (leaves_in_place_). Returns whether any is copied.
+  bool judge_inputs() noexcept;
   // Enables or disables the staging node of `exec` (nothing when it already is).
   void enable_staging(cudaGraphExec_t exec, bool enabled, std::string_view op);
 
@@ -318,7 +321,11 @@ private:
 
   Recorded rec_;
   std::optional<bool> staging_enabled_;  // the executable's staging node's state, once set
-  bool in_place_now_ = false;            // the last launch's inputs were read in place
+  std::size_t leaves_in_place_ = 0;      // how many inputs the last launch read in place
+  // Inputs read in place: which of the last launch's inputs are copied (one a leaf), and the
+  // staging copy's sources to match (the copied inputs' addresses, 0 for the others).
+  std::vector<unsigned char> copied_;
+  std::vector<unsigned long long> stage_sources_;
   std::vector<PatchedNode> patched_;
   // This launch's input addresses, as `stage` writes them (every word, every launch), and the
   // last launch's, once its nodes are being set: swapped, not copied.

@@ -103,8 +103,8 @@ public:
   }
 
   [[nodiscard]] bool stages() const noexcept { return ring_ && ring_->stages(); }
-  // Whether the last launch read a graphed callable's inputs in place (InputMode::InPlace).
-  [[nodiscard]] bool read_in_place() const noexcept { return ring_ && ring_->read_in_place(); }
+  // How many of a graphed callable's inputs the last launch read in place (InputMode::InPlace).
+  [[nodiscard]] std::size_t leaves_in_place() const noexcept { return ring_ ? ring_->leaves_in_place() : 0; }
   // The PerLaunch its capture asked for (a recapture for update() asks the same).
   [[nodiscard]] PerLaunch per_launch_asked() const noexcept { return per_launch_asked_; }
   // How launches get their per-launch values; Auto when the graph takes none.

@@ -128,8 +128,8 @@ public:
   // (else through the ring).
   [[nodiscard]] bool by_arguments() const noexcept { return sites_.has_value(); }
   [[nodiscard]] bool advancing() const noexcept { return advancing_; }
-  // Whether the last launch read a graphed callable's inputs in place (nothing copied).
-  [[nodiscard]] bool read_in_place() const noexcept { return sites_ && sites_->in_place_now(); }
+  // How many of a graphed callable's inputs the last launch read in place (not copied).
+  [[nodiscard]] std::size_t leaves_in_place() const noexcept { return sites_ ? sites_->leaves_in_place() : 0; }
 
   // ---- every launch
 

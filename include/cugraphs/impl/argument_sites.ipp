@@ -80,6 +80,8 @@ CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
   }
   staged_.assign(rec_.leaves, 0);
   committed_.assign(rec_.leaves, 0);
+  copied_.assign(rec_.leaves, 0);
+  stage_sources_.assign(rec_.leaves, 0);
 }
 
 CUGRAPHS_INLINE void ArgumentSites::wait(std::string_view op) noexcept { wait_end_event(done_.get(), op); }
@@ -220,16 +222,24 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
   }
 }
 
-CUGRAPHS_INLINE bool ArgumentSites::inputs_in_place() const noexcept {
-  for (std::size_t i = 0; i < committed_.size(); ++i) {
-    const std::uintptr_t a = committed_[i];
-    if (a == 0) continue;  // the static input itself, or an empty one
-    if (a % 256 != 0) return false;
-    const std::size_t bytes = rec_.statics[i].bytes;
+CUGRAPHS_INLINE bool ArgumentSites::judge_inputs() noexcept {
+  const auto copied = [this](std::uintptr_t a, std::size_t bytes) {
+    if (a % 256 != 0) return true;
     for (const Range& r : rec_.shield)
-      if (a < r.first + r.second && r.first < a + bytes) return false;
+      if (a < r.first + r.second && r.first < a + bytes) return true;
+    return false;
+  };
+  bool any = false;
+  leaves_in_place_ = 0;
+  for (std::size_t i = 0; i < committed_.size(); ++i) {
+    const std::uintptr_t a = committed_[i];  // 0: the static input itself, or an empty one
+    const bool copy = a != 0 && copied(a, rec_.statics[i].bytes);
+    copied_[i] = copy ? 1 : 0;
+    stage_sources_[i] = copy ? a : 0;
+    any = any || copy;
+    leaves_in_place_ += a != 0 && !copy ? 1 : 0;
   }
-  return true;
+  return any;
 }
 
 CUGRAPHS_INLINE void ArgumentSites::enable_staging(cudaGraphExec_t exec, bool enabled, std::string_view op) {
@@ -248,8 +258,7 @@ CUGRAPHS_INLINE void ArgumentSites::set_nodes(cudaGraphExec_t exec, Taken taken,
     for (PatchedNode& n : patched_) set_node(exec, n, taken, op);
     return;
   }
-  in_place_now_ = inputs_in_place();
-  if (in_place_now_) {
+  if (!judge_inputs()) {
     for (PatchedNode& n : patched_)
       if (!n.stage) set_node(exec, n, taken, op);  // the staging node, disabled, is left as it is
     enable_staging(exec, false, op);
@@ -356,12 +365,13 @@ CUGRAPHS_INLINE bool ArgumentSites::write_values(PatchedNode& n, Taken taken) no
       changed |= n.args.update_word(site.at + 16, 0);  // rng::unpack takes the numbers themselves
     }
   if (n.stage && rec_.leaves != 0)
-    changed |= n.args.update_bytes(*n.stage + offsetof(StageArgs, inline_sources), committed_.data(),
+    changed |= n.args.update_bytes(*n.stage + offsetof(StageArgs, inline_sources),
+                                   rec_.in_place ? stage_sources_.data() : committed_.data(),
                                    rec_.leaves * sizeof(unsigned long long));
-  // In place, a leaf's address is the input's (0: the static input itself); copied, the
+  // Read in place, a leaf's address is the input's (0: the static input itself); copied, the
   // static input's, as captured.
   for (const auto& site : n.leaves) {
-    const std::uint64_t input = in_place_now_ ? committed_[site.leaf] : 0;
+    const std::uint64_t input = copied_[site.leaf] != 0 ? 0 : committed_[site.leaf];
     const auto base = input != 0 ? input : reinterpret_cast<std::uintptr_t>(rec_.statics[site.leaf].dst);
     changed |= n.args.update_word(site.at, base + site.delta);
   }

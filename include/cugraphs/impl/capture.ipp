@@ -44,12 +44,12 @@ CUGRAPHS_INLINE PerLaunch Graph::per_launch() const noexcept { return view().exe
 CUGRAPHS_INLINE cudaStream_t Graph::stream() const noexcept { return is_capturing() ? capture_->now() : nullptr; }
 CUGRAPHS_INLINE bool Graph::holds_capture(std::uint64_t capture) const noexcept { return view().exec.holds(capture); }
 
-CUGRAPHS_INLINE bool Graph::launch_staged(cudaStream_t stream, detail::StageRef stage, std::string_view op) {
+CUGRAPHS_INLINE std::size_t Graph::launch_staged(cudaStream_t stream, detail::StageRef stage, std::string_view op) {
   if (!core_ || !core_->exec.instantiated() || !core_->exec.stages()) [[unlikely]]
     is_instantiated() ? detail::throw_misuse(op, "this graph's capture staged no inputs; use replay()")
                       : not_replayable(op);
   core_->exec.launch(stream, core_->pool, stage, op);
-  return core_->exec.read_in_place();
+  return core_->exec.leaves_in_place();
 }
 
 CUGRAPHS_INLINE void Graph::set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node,
