@@ -5,7 +5,8 @@
 // through the ring, stages nothing). Host cost is timed with the stream kept busy; calls back
 // to back to completion are timed beside it, with the same callable through the ring
 // (PerLaunch::Ring), the same f with its inputs read in place (InputMode::InPlace: no staging
-// copy, one node update a call) and f's graph alone (no staging: the floor to completion).
+// copy, one node update a call) and f's graph alone (no staging: the floor to completion);
+// then, at 16 inputs, the same to completion for f of 1, 10 and 100 kernels.
 #include "suite.hpp"
 
 #include <cugraphs/graph.hpp>
@@ -14,6 +15,7 @@
 #include <cstdio>
 #include <functional>
 #include <stdexcept>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -51,10 +53,11 @@ struct Figures {
   double in_place, in_place_done;
 };
 
+// kSets sets of N inputs of kFloats each, filled and ready (the warm-up calls run on the
+// capture stream: the inputs must be ready before), held by `storage`.
 template <int N>
-Figures run(HostTimer& timer, cudaStream_t stream) {
-  cugraphs::DeviceBuffer<float> out(kFloats);
-  std::vector<cugraphs::DeviceBuffer<float>> storage;
+std::array<std::array<In, N>, kSets> input_sets(std::vector<cugraphs::DeviceBuffer<float>>& storage,
+                                                cudaStream_t stream) {
   std::array<std::array<In, N>, kSets> sets{};
   for (int s = 0; s < kSets; ++s) {
     for (int k = 0; k < N; ++k) {
@@ -64,13 +67,27 @@ Figures run(HostTimer& timer, cudaStream_t stream) {
     }
   }
   cugraphs::check_launch("fill inputs");
-  // The warm-up calls run on the capture stream: the inputs must be ready before.
   cugraphs::check(cudaStreamSynchronize(stream), "sync");
-  auto f = [o = out.span()](const std::array<In, N>& xs) {
+  return sets;
+}
+
+// f: `kernels` kernels, each summing the N inputs into `out`.
+template <int N>
+auto summing(cugraphs::DeviceSpan<float> out, int kernels) {
+  return [out, kernels](const std::array<In, N>& xs) {
     Pointers<N> p{};
     for (int k = 0; k < N; ++k) p.p[k] = xs[k].data();
-    sum_inputs<N><<<(kFloats + 255) / 256, 256, 0, cugraphs::current_stream()>>>(p, o.data());
+    for (int k = 0; k < kernels; ++k)
+      sum_inputs<N><<<(kFloats + 255) / 256, 256, 0, cugraphs::current_stream()>>>(p, out.data());
   };
+}
+
+template <int N>
+Figures run(HostTimer& timer, cudaStream_t stream) {
+  cugraphs::DeviceBuffer<float> out(kFloats);
+  std::vector<cugraphs::DeviceBuffer<float>> storage;
+  const auto sets = input_sets<N>(storage, stream);
+  auto f = summing<N>(out.span(), 1);
   auto g = cugraphs::make_graphed_callable(f, sets[0]);  // PerLaunch::Auto
   cugraphs::GraphedOptions through_ring;
   through_ring.per_launch = cugraphs::PerLaunch::Ring;
@@ -119,6 +136,33 @@ Figures run(HostTimer& timer, cudaStream_t stream) {
   // Every call copied each input (none aliases a static buffer).
   if (g.staged_copies() != g.calls() * N) throw std::runtime_error("graphed callable: unexpected staged copy count");
   return {m[0], m[1], m[2], m[3], gd, sd, bd, rd, pd, m[4], m[5], id};
+}
+
+// Issue 29 across graph sizes: f of `kernels` kernels, each reading the 16 inputs (so an
+// in-place call sets that many nodes). Calls back to back to completion: the copying call,
+// the in-place call and f's graph alone.
+struct SizeFigures {
+  double copying_done, in_place_done, plain_done;
+};
+SizeFigures run_size(int kernels, cudaStream_t stream) {
+  constexpr int N = 16;
+  cugraphs::DeviceBuffer<float> out(kFloats);
+  std::vector<cugraphs::DeviceBuffer<float>> storage;
+  const auto sets = input_sets<N>(storage, stream);
+  auto f = summing<N>(out.span(), kernels);
+  auto g = cugraphs::make_graphed_callable(f, sets[0]);
+  cugraphs::GraphedOptions read_in_place;
+  read_in_place.inputs = cugraphs::InputMode::InPlace;
+  auto gi = cugraphs::make_graphed_callable(read_in_place, f, sets[0]);
+  cugraphs::Graph plain;
+  cugraphs::capture(plain, [&](cudaStream_t) { f(std::get<0>(g.static_inputs())); });
+  int turn = 0;
+  auto next = [&]() -> const std::array<In, N>& { return sets[turn++ % kSets]; };
+  const double copying = to_done([&] { (void)g(stream, next()); }, stream);
+  const double in_place = to_done([&] { (void)gi(stream, next()); }, stream);
+  const double alone = to_done([&] { plain.replay(stream); }, stream);
+  if (gi.staged_copies() != 0) throw std::runtime_error("graphed callable: the in-place callable copied its inputs");
+  return {copying, in_place, alone};
 }
 
 }  // namespace
@@ -188,8 +232,36 @@ void graphed_section(Report& report, cudaStream_t stream) {
   [&]<std::size_t... I>(std::index_sequence<I...>) {
     (one(std::integral_constant<int, kInputCounts[I]>{}), ...);
   }(std::make_index_sequence<kInputCounts.size()>{});
+  std::printf("\n16 inputs, f of 1, 10 and 100 kernels each reading them, to completion: copying call / in-place "
+              "call / f's graph alone\n");
+  std::vector<double> sizes, size_copying, size_in_place, size_plain;
+  for (const int kernels : {1, 10, 100}) {
+    const SizeFigures z = run_size(kernels, stream);
+    std::string verdicts = report.goal({"graphed", "size_copying_done_vs_plain_done",
+                                        fmt::format("call / f's graph alone, to completion, 16 inputs, {} kernel{}",
+                                                    kernels, kernels == 1 ? "" : "s"),
+                                        "kernels", kernels},
+                                       z.copying_done / z.plain_done, "<=", 1.15);
+    verdicts += " ";
+    verdicts += report.goal({"graphed", "size_in_place_done_vs_plain_done",
+                             fmt::format("in-place call / f's graph alone, to completion, 16 inputs, {} kernel{}",
+                                         kernels, kernels == 1 ? "" : "s"),
+                             "kernels", kernels},
+                            z.in_place_done / z.plain_done, "<=", 1.15);
+    std::printf("%4d kernel%s  %9.2f / %9.2f / %9.2f us   copying %.3f, in place %.3f of alone  %s\n", kernels,
+                kernels == 1 ? " " : "s", z.copying_done, z.in_place_done, z.plain_done, z.copying_done / z.plain_done,
+                z.in_place_done / z.plain_done, verdicts.c_str());
+    sizes.push_back(kernels);
+    size_copying.push_back(z.copying_done);
+    size_in_place.push_back(z.in_place_done);
+    size_plain.push_back(z.plain_done);
+  }
   timer.note_uncovered();
   Json& sec = report.section("graphed");
+  sec["sizes_kernels"] = sizes;  // f of that many kernels, 16 inputs: to completion
+  sec["size_copying_done_us"] = size_copying;
+  sec["size_in_place_done_us"] = size_in_place;
+  sec["size_plain_done_us"] = size_plain;
   sec["inputs"] = inputs;
   sec["graphed_us"] = graphed;
   sec["staging_us"] = staging;

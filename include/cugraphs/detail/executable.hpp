@@ -51,9 +51,11 @@ public:
     return capture != 0 && (capture == current_capture_ || capture == instantiated_capture_);
   }
 
-  // Takes the graph capture `id` produced on `stream` (device `device`), readied for its
-  // per-launch values (LaunchRing::attach). On failure this holds nothing.
-  void hold(Captured&& c, std::uint64_t id, cudaStream_t stream, int device);
+  // Takes the graph capture `id` produced on `stream` (device `device`) into `pool` (its
+  // share, which the Graph took from `c`; null for none), readied for its per-launch values
+  // (LaunchRing::attach: inputs read in place that lie in the pool's segments are copied).
+  // On failure this holds nothing.
+  void hold(Captured&& c, const Pool* pool, std::uint64_t id, cudaStream_t stream, int device);
 
   // Instantiates and uploads the graph held; does nothing once instantiated.
   void instantiate();

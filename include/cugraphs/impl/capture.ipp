@@ -117,7 +117,7 @@ CUGRAPHS_INLINE void Graph::capture_end() {
     auto captured = capture_->end(op);
     capture_.reset();
     core_->pool = std::move(captured.share);
-    core_->exec.hold(std::move(captured), id, stream, device_);
+    core_->exec.hold(std::move(captured), core_->pool.get().get(), id, stream, device_);
     core_->pool.register_capture(id);
   } CUGRAPHS_CATCH_ALL {
     capture_.reset();

@@ -16,16 +16,17 @@ CUGRAPHS_INLINE Executable& Executable::operator=(Executable&& o) noexcept {
   return *this;
 }
 
-CUGRAPHS_INLINE void Executable::hold(Captured&& c, std::uint64_t id, cudaStream_t stream, int device) {
+CUGRAPHS_INLINE void Executable::hold(Captured&& c, const Pool* pool, std::uint64_t id, cudaStream_t stream,
+                                      int device) {
   graph_ = std::make_shared<NativeGraph>(c.graph);
   upload_stream_ = stream;
   device_ = device;
   CUGRAPHS_TRY {
     if (c.ring) {
       // Where a graphed callable's inputs are read in place, an input in the pool's memory is copied.
-      const auto pool = c.share.get() && c.ring->stages_in_place() ? c.share.get()->segment_ranges()
-                                                                   : std::vector<ArgumentSites::Range>{};
-      c.ring->attach(graph_->graph, stream, {c.updatable_nodes, c.conditionals, device, pool},
+      const auto segments = pool != nullptr && c.ring->stages_in_place() ? pool->segment_ranges()
+                                                                         : std::vector<ArgumentSites::Range>{};
+      c.ring->attach(graph_->graph, stream, {c.updatable_nodes, c.conditionals, device, segments},
                      "Graph::capture_end (per-launch values)");
       graph_->keep = c.ring->end_event();  // named by the graph's last node: lives as long as the graph
     }
