@@ -295,7 +295,7 @@ public:
   }
 
   /// The static inputs f was captured with (buffers from the graph's pool). With
-  /// InputMode::InPlace they hold what the last call that copied copied (the samples at first).
+  /// InputMode::InPlace each holds what the last call that copied it copied (the sample at first).
   [[nodiscard]] const std::tuple<Args...>& static_inputs() const noexcept { return *static_inputs_; }
   /// The static outputs every call overwrites.
   [[nodiscard]] const Outputs& static_outputs() const noexcept { return *outputs_; }

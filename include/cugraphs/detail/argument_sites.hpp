@@ -12,12 +12,14 @@
 // found in the arguments of f's kernel nodes (any 8-byte word from a leaf's first byte to one
 // past its last, the leaf padded so that no other buffer starts there) are rebound at every
 // call to the inputs' own, and the staging copy's node is disabled (cudaGraphNodeSetEnabled),
-// so that f reads the caller's buffers and nothing is copied. find() refuses a graph that
-// reaches a static input any other way (a copy, a memset, a kernel it cannot read or cannot
-// update: a library's, or one in a conditional body or a child graph). A call whose input lies
-// in memory the graph uses itself (its pool's segments and allocation nodes, which f's
-// temporaries and this and other callables' outputs occupy) copies as usual that call: the
-// staging node enabled again and f's arguments set back to the static inputs.
+// so that f reads the caller's buffers and nothing is copied; a library's kernels (cuBLAS's),
+// which this runtime cannot name, are read and set through the driver. find() refuses a graph
+// that reaches a static input any other way (a copy, a memset, a kernel whose arguments
+// cannot be read, one in a conditional body or a child graph). An input that lies in memory
+// the graph uses itself (its pool's segments and allocation nodes, which f's temporaries and
+// the outputs of this and earlier callables of the pool occupy), in an output, or is
+// misaligned is copied for that call, alone: the staging node enabled with it as its only
+// source, and f's arguments for it set back to its static input.
 #pragma once
 
 #include <cugraphs/config.hpp>
@@ -287,8 +289,9 @@ private:
   // sources over 64 MiB, which are not searched.
   [[nodiscard]] std::optional<DrawMade> draw_in_host_copy(cudaGraphNode_t node) const;
 
-  // The bytes a copy spans from pointer `q` (its position `at` included) to its last byte; a 3D
-  // copy's slices are taken as rows of the pitch, an over-estimate that only widens a search.
+  // The bytes a copy spans from pointer `q` (its position `at` included) to its last byte; a
+  // slice taken as at least `height` rows of the pitch (an over-estimate where the pointer's
+  // ysize is not given, which only widens a search).
   [[nodiscard]] static std::size_t copy_extent(const cudaMemcpy3DParms& p, const cudaPitchedPtr& q,
                                                const cudaPos& at) noexcept;
   // The source of a copy from pinned or managed host memory, as the host holds it now: its

@@ -286,10 +286,10 @@ CUGRAPHS_INLINE std::optional<DrawMade> ArgumentSites::draw_in_host_copy(cudaGra
 
 CUGRAPHS_INLINE std::size_t ArgumentSites::copy_extent(const cudaMemcpy3DParms& p, const cudaPitchedPtr& q,
                                                        const cudaPos& at) noexcept {
-  const std::size_t rows = std::max<std::size_t>(p.extent.height, 1) * std::max<std::size_t>(p.extent.depth, 1);
+  const std::size_t height = std::max<std::size_t>(p.extent.height, 1), depth = std::max<std::size_t>(p.extent.depth, 1);
   const std::size_t pitch = std::max(q.pitch, p.extent.width);
-  const std::size_t slice = pitch * std::max<std::size_t>(q.ysize, 1);
-  return at.x + at.y * pitch + at.z * slice + pitch * (rows - 1) + p.extent.width;
+  const std::size_t slice = pitch * std::max<std::size_t>(q.ysize, height);
+  return at.x + (at.y + height - 1) * pitch + (at.z + depth - 1) * slice + p.extent.width;
 }
 
 CUGRAPHS_INLINE std::optional<ArgumentSites::HostSource> ArgumentSites::host_source(const cudaMemcpy3DParms& p) {
@@ -329,6 +329,11 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::draw_elsewhere(cudaGra
       return std::nullopt;
     }
     case cudaGraphNodeTypeMemcpy:
+      if (cudaMemcpy3DParms p{}; cudaGraphMemcpyNodeGetParams(node, &p) == cudaSuccess)
+        if (const auto host = host_source(p); host && !host->searched)
+          return format("a memcpy node copies {} bytes from host memory, more than cugraphs searches for a draw's "
+                        "PhiloxArgs (64 MiB)",
+                        host->bytes);
       if (const auto d = draw_in_host_copy(node))
         return format("a memcpy node copies the PhiloxArgs of a draw (generator {} of the graph, offset {}) from "
                       "host memory",

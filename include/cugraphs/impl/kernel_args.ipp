@@ -75,11 +75,7 @@ struct DriverNode {
   std::vector<void*> values;  // one a parameter
 };
 
-CUGRAPHS_INLINE void* driver_query_entry(const char* name) noexcept {
-  void* fn = driver_entry_point(name, 12040);
-  if (fn == nullptr) (void)cudaGetLastError();
-  return fn;
-}
+CUGRAPHS_INLINE void* driver_query_entry(const char* name) noexcept { return quiet_driver_entry_point(name, 12040); }
 
 // Kernel node `node` read through the driver; none where it cannot be read or laid out whole.
 CUGRAPHS_INLINE std::optional<DriverNode> read_driver_node(cudaGraphNode_t node) {
@@ -154,10 +150,12 @@ CUGRAPHS_INLINE std::optional<DriverKernel> read_driver_kernel(cudaGraphNode_t n
   if (!d) return std::nullopt;
   const CUDA_KERNEL_NODE_PARAMS& p = d->launch;
   CUfunction function = p.func;
-  // A library's kernel (CUkernel): its function in the current context, which the capture's.
-  if (function == nullptr && p.kern != nullptr &&
-      (function_of == nullptr || function_of(&function, p.kern) != CUDA_SUCCESS))
-    return std::nullopt;
+  // A library's kernel (CUkernel): its function in the current context, the capture's device's
+  // (LaunchRing::attach); relaxed, since it may load the kernel's module while a capture is open.
+  if (function == nullptr && p.kern != nullptr) {
+    RelaxedCaptureMode relaxed;
+    if (function_of == nullptr || function_of(&function, p.kern) != CUDA_SUCCESS) return std::nullopt;
+  }
   if (function == nullptr) return std::nullopt;
   cudaKernelNodeParams launch{};
   launch.func = nullptr;  // set through `function` (set_exec_kernel_node)
@@ -208,7 +206,9 @@ CUGRAPHS_INLINE cudaError_t set_exec_kernel_node(cudaGraphExec_t exec, cudaGraph
     d.kernelParams = p.kernelParams;
     if (set(reinterpret_cast<CUgraphExec>(exec), reinterpret_cast<CUgraphNode>(node), &d) == CUDA_SUCCESS)
       return cudaSuccess;
-    function = nullptr;  // refused (a function of another context, say): the runtime's call from now on
+    // Refused (a function of another context, say): the runtime's call from now on, where the
+    // runtime knows the kernel; a library's kernel (no runtime function) keeps the driver's.
+    if (p.func != nullptr) function = nullptr;
   }
 #else
   (void)function;

@@ -56,6 +56,7 @@ CUGRAPHS_INLINE void LaunchRing::end_capture() noexcept {
 CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, const GraphFacts& facts,
     std::string_view op) {
   device_ = facts.device;
+  DeviceGuard on(device_);  // the kernel functions found for node updates are this device's
   {
     // Done before any launch, on whatever stream: the stream is idle, and the wait runs in
     // relaxed mode for a capture that may be open on this thread.
