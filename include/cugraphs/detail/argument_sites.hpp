@@ -276,18 +276,13 @@ private:
                                                            const std::vector<ConditionalMade>& conditionals,
                                                            std::string_view op) const;
 
-  // Judges this launch's inputs (committed_) one by one into copied_: an input is copied that
-  // lies in the graph's own memory, or is not aligned as its static input is (to 256 bytes:
-  // f's capture may have chosen its kernels by the static inputs' alignment); the others are
-  // read in place (leaves_in_place_). Returns whether any is copied.
+  // Judges this launch's inputs (committed_) one by one into stage_sources_: an input is
+  // copied that lies in the graph's own memory, or is not aligned as its static input is (to
+  // 256 bytes: f's capture may have chosen its kernels by the static inputs' alignment); the
+  // others are read in place (leaves_in_place_). Returns whether any is copied.
   bool judge_inputs() noexcept;
   // Enables or disables the staging node of `exec` (nothing when it already is).
   void enable_staging(cudaGraphExec_t exec, bool enabled, std::string_view op);
-
-  // The first draw whose PhiloxArgs a memcpy node copies from pinned or managed memory (as the
-  // host holds them now), which only the ring refreshes; none for other nodes, and for
-  // sources over 64 MiB, which are not searched.
-  [[nodiscard]] std::optional<DrawMade> draw_in_host_copy(cudaGraphNode_t node) const;
 
   // The bytes a copy spans from pointer `q` (its position `at` included) to its last byte; a
   // slice taken as at least `height` rows of the pitch (an over-estimate where the pointer's
@@ -325,9 +320,8 @@ private:
   Recorded rec_;
   std::optional<bool> staging_enabled_;  // the executable's staging node's state, once set
   std::size_t leaves_in_place_ = 0;      // how many inputs the last launch read in place
-  // Inputs read in place: which of the last launch's inputs are copied (one a leaf), and the
-  // staging copy's sources to match (the copied inputs' addresses, 0 for the others).
-  std::vector<unsigned char> copied_;
+  // Inputs read in place: the staging copy's sources for the last launch, one a leaf: the
+  // address of an input that is copied, 0 for one read in place (or the static input itself).
   std::vector<unsigned long long> stage_sources_;
   std::vector<PatchedNode> patched_;
   // This launch's input addresses, as `stage` writes them (every word, every launch), and the

@@ -80,7 +80,6 @@ CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
   }
   staged_.assign(rec_.leaves, 0);
   committed_.assign(rec_.leaves, 0);
-  copied_.assign(rec_.leaves, 0);
   stage_sources_.assign(rec_.leaves, 0);
 }
 
@@ -234,7 +233,6 @@ CUGRAPHS_INLINE bool ArgumentSites::judge_inputs() noexcept {
   for (std::size_t i = 0; i < committed_.size(); ++i) {
     const std::uintptr_t a = committed_[i];  // 0: the static input itself, or an empty one
     const bool copy = a != 0 && copied(a, rec_.statics[i].bytes);
-    copied_[i] = copy ? 1 : 0;
     stage_sources_[i] = copy ? a : 0;
     any = any || copy;
     leaves_in_place_ += a != 0 && !copy ? 1 : 0;
@@ -269,19 +267,6 @@ CUGRAPHS_INLINE void ArgumentSites::set_nodes(cudaGraphExec_t exec, Taken taken,
   enable_staging(exec, true, op);
   for (PatchedNode& n : patched_)
     if (!n.stage) set_node(exec, n, taken, op);
-}
-
-CUGRAPHS_INLINE std::optional<DrawMade> ArgumentSites::draw_in_host_copy(cudaGraphNode_t node) const {
-  cudaMemcpy3DParms p{};
-  if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess) return std::nullopt;
-  const auto host = host_source(p);
-  if (!host || !host->searched) return std::nullopt;
-  std::optional<DrawMade> found;
-  (void)each_draw(host->words, [&](std::size_t, DrawMade d) {
-    found = d;
-    return true;
-  });
-  return found;
 }
 
 CUGRAPHS_INLINE std::size_t ArgumentSites::copy_extent(const cudaMemcpy3DParms& p, const cudaPitchedPtr& q,
@@ -328,17 +313,28 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::draw_elsewhere(cudaGra
                                     "or by another library) takes the PhiloxArgs of a draw");
       return std::nullopt;
     }
-    case cudaGraphNodeTypeMemcpy:
-      if (cudaMemcpy3DParms p{}; cudaGraphMemcpyNodeGetParams(node, &p) == cudaSuccess)
-        if (const auto host = host_source(p); host && !host->searched)
-          return format("a memcpy node copies {} bytes from host memory, more than cugraphs searches for a draw's "
-                        "PhiloxArgs (64 MiB)",
-                        host->bytes);
-      if (const auto d = draw_in_host_copy(node))
+    case cudaGraphNodeTypeMemcpy: {
+      // PhiloxArgs copied from pinned or managed memory, as the host holds them now, which
+      // only the ring refreshes.
+      cudaMemcpy3DParms p{};
+      if (cudaGraphMemcpyNodeGetParams(node, &p) != cudaSuccess) return std::nullopt;
+      const auto host = host_source(p);
+      if (!host) return std::nullopt;
+      if (!host->searched)
+        return format("a memcpy node copies {} bytes from host memory, more than cugraphs searches for a draw's "
+                      "PhiloxArgs (64 MiB)",
+                      host->bytes);
+      std::optional<DrawMade> found;
+      (void)each_draw(host->words, [&](std::size_t, DrawMade d) {
+        found = d;
+        return true;
+      });
+      if (found)
         return format("a memcpy node copies the PhiloxArgs of a draw (generator {} of the graph, offset {}) from "
                       "host memory",
-                      d->generator, d->offset);
+                      found->generator, found->offset);
       return std::nullopt;
+    }
     case cudaGraphNodeTypeGraph:
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
     case cudaGraphNodeTypeConditional:
@@ -376,7 +372,7 @@ CUGRAPHS_INLINE bool ArgumentSites::write_values(PatchedNode& n, Taken taken) no
   // Read in place, a leaf's address is the input's (0: the static input itself); copied, the
   // static input's, as captured.
   for (const auto& site : n.leaves) {
-    const std::uint64_t input = copied_[site.leaf] != 0 ? 0 : committed_[site.leaf];
+    const std::uint64_t input = stage_sources_[site.leaf] != 0 ? 0 : committed_[site.leaf];
     const auto base = input != 0 ? input : reinterpret_cast<std::uintptr_t>(rec_.statics[site.leaf].dst);
     changed |= n.args.update_word(site.at, base + site.delta);
   }
