@@ -6,7 +6,11 @@
 
 #include <cugraphs/graph.hpp>
 
+#include <cuda.h>  // types only: cuLaunchKernel is reached through the runtime's entry points
+
 #include <array>
+#include <cstddef>
+#include <stdexcept>
 #include <tuple>
 #include <utility>
 #include <vector>
@@ -55,6 +59,99 @@ auto model() {
     return out;
   };
 }
+
+// Reads its inputs through addresses just outside them, as ported code does: a one-based
+// base (a1[1] is a[0]), a pointer a few elements past a's end, b's address less 64 elements.
+__global__ void pad_reads(float* out, const float* a1, const float* a_past, const float* b_before, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = a1[i + 1] * 3.0f + a_past[-5 - static_cast<std::ptrdiff_t>(i)] - b_before[64 + i];
+}
+// Launched through the driver below (eight-byte parameters only: one packing in `extra`).
+__global__ void add_into(float* out, const float* a, const float* b, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = out[i] * 0.5f + a[i] - b[n - 1 - i];
+}
+
+// add_into launched with cuLaunchKernel, as libraries launch their kernels: its CUfunction with
+// the arguments packed in `extra`, and its CUkernel (cudaGetKernel) with kernelParams.
+struct DriverLaunches {
+  using Launch = CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void**, void**);
+  Launch launch = nullptr;
+  CUfunction function = nullptr;
+  CUfunction kernel = nullptr;  // a CUkernel, which cuLaunchKernel takes in a CUfunction's place
+
+  DriverLaunches() {
+    void* fn = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    cugraphs::check(cudaGetDriverEntryPointByVersion("cuLaunchKernel", &fn, 12000, cudaEnableDefault, &found),
+                    "cudaGetDriverEntryPointByVersion");
+    if (found != cudaDriverEntryPointSuccess) throw std::runtime_error("cuLaunchKernel not found");
+    launch = reinterpret_cast<Launch>(fn);
+    cudaFunction_t f = nullptr;
+    cugraphs::check(cudaGetFuncBySymbol(&f, reinterpret_cast<const void*>(add_into)), "cudaGetFuncBySymbol");
+    function = reinterpret_cast<CUfunction>(f);
+    cudaKernel_t k = nullptr;
+    cugraphs::check(cudaGetKernel(&k, add_into), "cudaGetKernel");
+    kernel = reinterpret_cast<CUfunction>(k);
+  }
+  void run(CUfunction f, bool packed, float* out, const float* a, const float* b, std::size_t n,
+           cudaStream_t s) const {
+    struct {
+      float* out;
+      const float* a;
+      const float* b;
+      std::size_t n;
+    } args{out, a, b, n};
+    std::size_t bytes = sizeof args;
+    void* extra[] = {CU_LAUNCH_PARAM_BUFFER_POINTER, &args, CU_LAUNCH_PARAM_BUFFER_SIZE, &bytes, CU_LAUNCH_PARAM_END};
+    void* params[] = {&args.out, &args.a, &args.b, &args.n};
+    const auto blocks = static_cast<unsigned>(blocks_for(n)), threads = static_cast<unsigned>(kThreads);
+    if (launch(f, blocks, 1, 1, threads, 1, 1, 0, s, packed ? nullptr : params, packed ? extra : nullptr) !=
+        CUDA_SUCCESS)
+      throw std::runtime_error("cuLaunchKernel failed");
+  }
+};
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+// f that reads its input from a kernel inside a child graph (built by hand and added to the
+// capture), `pad` through addresses just outside it; eager, the kernel is launched directly.
+auto reads_in_child(bool pad) {
+  return [pad](In a) {
+    const cudaStream_t s = cugraphs::current_stream();
+    DeviceBuffer<float> out(a.size());
+    float* o = out.data();
+    const float* src = a.data();
+    const float* a1 = a.data() - 1;
+    const float* past = a.data() + a.size() + 4;
+    const float* before = a.data() - 64;
+    std::size_t n = a.size();
+    void* pad_params[] = {&o, &a1, &past, &before, &n};
+    void* copy_params[] = {&o, &src, &n};
+    cudaKernelNodeParams k{};
+    k.func = pad ? reinterpret_cast<void*>(pad_reads) : reinterpret_cast<void*>(copy_kernel);
+    k.gridDim = dim3(static_cast<unsigned>(blocks_for(n)));
+    k.blockDim = dim3(static_cast<unsigned>(kThreads));
+    k.kernelParams = pad ? pad_params : copy_params;
+    cudaStreamCaptureStatus status{};
+    cugraphs::check(cudaStreamIsCapturing(s, &status), "cudaStreamIsCapturing");
+    if (status != cudaStreamCaptureStatusActive) {
+      cugraphs::check(cudaLaunchKernel(k.func, k.gridDim, k.blockDim, k.kernelParams, 0, s), "cudaLaunchKernel");
+      return out;
+    }
+    cudaGraph_t child = nullptr;
+    cugraphs::check(cudaGraphCreate(&child, 0), "cudaGraphCreate");
+    cudaGraphNode_t node = nullptr;
+    cugraphs::check(cudaGraphAddKernelNode(&node, child, nullptr, 0, &k), "cudaGraphAddKernelNode");
+    cudaGraphNodeParams p{};
+    p.type = cudaGraphNodeTypeGraph;
+    p.graph.graph = child;
+    (void)cugraphs::detail::add_node_to_capture(s, cugraphs::detail::capture_info(s, "test"), p, "test");
+    cugraphs::check(cudaGraphDestroy(child), "cudaGraphDestroy");  // the node holds its own copy
+    return out;
+  };
+}
+#endif
 
 cugraphs::GraphedOptions in_place() {
   cugraphs::GraphedOptions opts;
@@ -201,6 +298,20 @@ TEST_CASE("InPlace: a graph that reaches a static input other than through its k
   CHECK(contains(e.what(), "is a copy that reads static input leaf 0"));
   CHECK(contains(e.what(), "Make it with InputMode::Copy"));
 
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+  // A kernel in a child graph that takes the input's address, or one just outside it (which
+  // passed unseen before the pads were searched: its calls read the static input).
+  for (const bool pad : {false, true}) {
+    INFO("pad " << pad);
+    const auto child = expect_error([&] { (void)cugraphs::make_graphed_callable(in_place(), reads_in_child(pad), In(sa)); });
+    CHECK(contains(child.what(), "inside a conditional body or a child graph"));
+    CHECK(contains(child.what(), "takes the address of static input leaf 0"));
+    auto copying = cugraphs::make_graphed_callable(reads_in_child(pad), In(sa));  // Copy
+    const DeviceBuffer<float> x = filled(kN, 10);
+    CHECK(bitwise_equal(host(copying(In(x))), host(reads_in_child(pad)(In(x)).span())));
+  }
+#endif
+
   auto sets_input = [](Out a) {
     cugraphs::check(cudaMemsetAsync(a.data(), 0, a.size_bytes(), cugraphs::current_stream()), "cudaMemsetAsync");
   };
@@ -262,4 +373,44 @@ TEST_CASE("InPlace: an input not aligned as its static input is copied for that 
   // The shifted input was copied onto its static input; b never was.
   CHECK(bitwise_equal(host(std::get<0>(g.static_inputs())), host(shifted)));
   CHECK(bitwise_equal(host(std::get<1>(g.static_inputs())), static_b));
+}
+
+TEST_CASE("InPlace: addresses just outside an input (a one-based base, past its end) and kernels launched "
+          "through the driver are rebound, bitwise as eager calls",
+          "[in_place][graphed][gpu]") {
+  const DriverLaunches driver;
+  auto f = [&driver](In a, In b) {
+    const cudaStream_t s = cugraphs::current_stream();
+    const std::size_t n = a.size();
+    DeviceBuffer<float> out(n);
+    pad_reads<<<blocks_for(n), kThreads, 0, s>>>(out.data(), a.data() - 1, a.data() + n + 4, b.data() - 64, n);
+    cugraphs::check_launch("pad_reads");
+    driver.run(driver.function, true, out.data(), a.data(), b.data(), n, s);
+    driver.run(driver.kernel, false, out.data(), b.data(), a.data(), n, s);
+    return out;
+  };
+  const DeviceBuffer<float> sa = filled(kN, 21), sb = filled(kN, 22);
+  auto g = cugraphs::make_graphed_callable(in_place(), f, In(sa), In(sb));
+  const auto statics_a = host(std::get<0>(g.static_inputs())), statics_b = host(std::get<1>(g.static_inputs()));
+
+  std::vector<DeviceBuffer<float>> inputs;
+  for (std::uint32_t k = 0; k < 4; ++k) inputs.push_back(filled(kN, 30 + k));
+  for (int call = 0; call < 12; ++call) {
+    const In a(inputs[static_cast<std::size_t>(call % 4)]);
+    const In b(inputs[static_cast<std::size_t>((call + 1) % 4)]);
+    INFO("call " << call);
+    REQUIRE(bitwise_equal(host(g(a, b)), host(f(a, b).span())));
+  }
+  CHECK(g.staged_copies() == 0);
+  CHECK(bitwise_equal(host(std::get<0>(g.static_inputs())), statics_a));
+  CHECK(bitwise_equal(host(std::get<1>(g.static_inputs())), statics_b));
+
+  // An input not aligned as its static input is copied, and the words around it then name the
+  // static input again (its pads): still the eager call's numbers.
+  const DeviceBuffer<float> wide = filled(kN + 1, 40);
+  const In shifted(wide.data() + 1, kN);
+  REQUIRE(bitwise_equal(host(g(shifted, In(inputs[0]))), host(f(shifted, In(inputs[0])).span())));
+  CHECK(g.staged_copies() == 1);
+  REQUIRE(bitwise_equal(host(g(In(inputs[1]), In(inputs[2]))), host(f(In(inputs[1]), In(inputs[2])).span())));
+  CHECK(g.staged_copies() == 1);
 }

@@ -325,11 +325,9 @@ private:
 
   [[nodiscard]] bool moved_from() const noexcept { return graph_.native_exec() == nullptr; }
 
-  // Read in place, a static input lies kInPlacePad bytes inside its buffer, which ends
-  // kInPlacePad bytes after it: no other buffer ends at its first byte or starts one past its
-  // last, so an address from the one to the other in f's arguments is unmistakably this
-  // input's (and the input keeps the pool's 512-byte alignment).
-  static constexpr std::size_t kInPlacePad = 512;
+  // Read in place, a static input lies detail::kInPlacePad bytes inside its buffer, which
+  // ends as many bytes after it (see there).
+  static constexpr std::size_t kInPlacePad = detail::kInPlacePad;
   template <class Leaf>
   Leaf static_leaf(Leaf sample) {
     using Value = typename Leaf::value_type;

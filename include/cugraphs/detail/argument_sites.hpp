@@ -207,7 +207,7 @@ private:
     struct LeafSite {
       std::size_t at;       // byte of the address in the arguments
       unsigned leaf;        // the static input it points into
-      std::uint64_t delta;  // how far past the leaf's first byte
+      std::uint64_t delta;  // how far past the leaf's first byte (modulo 2^64: a pad's word lies before it)
     };
     std::vector<LeafSite> leaves;      // inputs read in place: the static inputs' addresses
     std::optional<std::size_t> stage;  // byte of the StageArgs
@@ -237,7 +237,8 @@ private:
   // inputs read in place, the static inputs' addresses (not in the staging node).
   void find_sites(PatchedNode& n) const;
 
-  // The static input whose bytes (first to one past the last) hold address `w`, if one does.
+  // The static input whose bytes (first to one past the last) hold address `w`, if one does;
+  // read in place, its pads too (kInPlacePad bytes before and after it).
   [[nodiscard]] std::optional<unsigned> leaf_at(std::uint64_t w) const noexcept;
   // The first static input whose address a word (at 8-byte steps) of `bytes` holds.
   [[nodiscard]] std::optional<unsigned> leaf_in(std::span<const std::byte> bytes) const noexcept;

@@ -90,6 +90,11 @@ struct StageTarget {
   void* dst;
   std::size_t bytes;
 };
+// A graphed callable that reads its inputs in place keeps each static input this many bytes
+// inside its own buffer, which ends as many bytes after it: an address from the pad before to
+// the pad after (a one-based or negative-stride base, an end pointer) is unmistakably that
+// input's, and is rebound with it (the input keeps the pool's 512-byte alignment).
+inline constexpr std::size_t kInPlacePad = 512;
 struct StageArgs {
   static constexpr unsigned kInlineLeaves = 64;  // the most leaves staged from arguments
   const StageTarget* targets;          // leaves entries (device)

@@ -120,9 +120,15 @@ CUGRAPHS_INLINE void ArgumentSites::find_sites(PatchedNode& n) const {
 }
 
 CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::leaf_at(std::uint64_t w) const noexcept {
+  // Read in place, a static input has kInPlacePad bytes of its own buffer on either side, and
+  // an address there (x - 1 as a one-based base) is the input's too; but not the buffer's first
+  // byte (another buffer may end there) nor one past its last (another may start there).
+  const std::uintptr_t pad = rec_.in_place ? kInPlacePad : 0;
   for (std::size_t i = 0; i < rec_.statics.size(); ++i) {
     const auto base = reinterpret_cast<std::uintptr_t>(rec_.statics[i].dst);
-    if (w >= base && w - base <= rec_.statics[i].bytes) return static_cast<unsigned>(i);
+    const auto bytes = rec_.statics[i].bytes;
+    if (pad != 0 ? w > base - pad && w < base + bytes + pad : w >= base && w - base <= bytes)
+      return static_cast<unsigned>(i);
   }
   return std::nullopt;
 }
