@@ -153,6 +153,39 @@ auto reads_in_child(bool pad) {
 }
 #endif
 
+// Reads its input through a texture object (tex1Dfetch over linear memory).
+__global__ void fetch_twice(float* out, cudaTextureObject_t t, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = 2.0f * tex1Dfetch<float>(t, static_cast<int>(i));
+}
+
+// One texture object per buffer an f was called with, kept for the graphs that hold them.
+struct Textures {
+  std::vector<std::pair<const float*, cudaTextureObject_t>> made;
+  Textures() = default;
+  Textures(const Textures&) = delete;
+  Textures& operator=(const Textures&) = delete;
+  ~Textures() {
+    for (const auto& m : made) (void)cudaDestroyTextureObject(m.second);
+  }
+  cudaTextureObject_t over(In a) {
+    for (const auto& m : made)
+      if (m.first == a.data()) return m.second;
+    cudaResourceDesc res{};
+    res.resType = cudaResourceTypeLinear;
+    res.res.linear.devPtr = const_cast<float*>(a.data());
+    res.res.linear.desc = cudaCreateChannelDesc<float>();
+    res.res.linear.sizeInBytes = a.size_bytes();
+    cudaTextureDesc tex{};
+    tex.readMode = cudaReadModeElementType;
+    cudaTextureObject_t t = 0;
+    cugraphs::detail::RelaxedCaptureMode relaxed;  // made while f is captured, too
+    cugraphs::check(cudaCreateTextureObject(&t, &res, &tex, nullptr), "cudaCreateTextureObject");
+    made.emplace_back(a.data(), t);
+    return t;
+  }
+};
+
 cugraphs::GraphedOptions in_place() {
   cugraphs::GraphedOptions opts;
   opts.inputs = InputMode::InPlace;
@@ -311,6 +344,24 @@ TEST_CASE("InPlace: a graph that reaches a static input other than through its k
     CHECK(bitwise_equal(host(copying(In(x))), host(reads_in_child(pad)(In(x)).span())));
   }
 #endif
+
+  // A texture object made over the input holds the address it was made with.
+  Textures textures;
+  auto reads_texture = [&textures](In a) {
+    DeviceBuffer<float> out(a.size());
+    fetch_twice<<<blocks_for(a.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), textures.over(a),
+                                                                                   a.size());
+    cugraphs::check_launch("fetch_twice");
+    return out;
+  };
+  const auto tex = expect_error([&] { (void)cugraphs::make_graphed_callable(in_place(), reads_texture, In(sa)); });
+  CHECK(contains(tex.what(), "takes a texture object over static input leaf 0"));
+  CHECK(contains(tex.what(), "Make it with InputMode::Copy"));
+  {
+    auto copying = cugraphs::make_graphed_callable(reads_texture, In(sa));  // Copy
+    const DeviceBuffer<float> x = filled(kN, 10);
+    CHECK(bitwise_equal(host(copying(In(x))), host(reads_texture(In(x)).span())));
+  }
 
   auto sets_input = [](Out a) {
     cugraphs::check(cudaMemsetAsync(a.data(), 0, a.size_bytes(), cugraphs::current_stream()), "cudaMemsetAsync");

@@ -48,8 +48,9 @@ inline constexpr unsigned kAutoParameterNodes = 12;
 /// copies every input onto its static buffer inside the graph (one staging kernel before f's
 /// work), so f's graph reads the static inputs, as captured. InPlace: each call gives f's
 /// kernels the inputs' own addresses as kernel arguments (the static inputs' addresses found
-/// in the arguments of f's kernel nodes after the capture, rebound at every call by the node
-/// updates PerLaunch::Parameters makes) and the staging kernel is disabled: nothing is copied,
+/// in the arguments of f's kernel nodes after the capture, with those up to 512 bytes outside
+/// them such as a one-based base, rebound at every call by the node updates
+/// PerLaunch::Parameters makes) and the staging kernel is disabled: nothing is copied,
 /// a call takes f's graph's time to complete, and f reads (and, where it writes its inputs,
 /// writes) the caller's buffers. An input is copied, as Copy does, where it lies in memory
 /// the graph allocated or writes as its result (its pool's segments and allocation nodes,
@@ -61,7 +62,8 @@ inline constexpr unsigned kAutoParameterNodes = 12;
 /// InPlace is an Error at capture time, naming the node, where f's graph reaches a static
 /// input other than through kernel arguments of its top-level kernel nodes (a copy or a
 /// memset of it, a kernel whose arguments neither the runtime nor the driver can read, a
-/// kernel in a conditional body or a child graph; a library's kernels, cuBLAS's, are rebound
+/// kernel in a conditional body or a child graph, a texture object made over it, which holds
+/// the address it was made with; a library's kernels, cuBLAS's, are rebound
 /// through the driver), where f returns a view of its input, under PerLaunch::Ring, and for
 /// graphed pairs (the backward reads the forward's static inputs).
 enum class InputMode { Copy, InPlace };

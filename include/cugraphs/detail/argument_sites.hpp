@@ -242,6 +242,10 @@ private:
   [[nodiscard]] std::optional<unsigned> leaf_at(std::uint64_t w) const noexcept;
   // The first static input whose address a word (at 8-byte steps) of `bytes` holds.
   [[nodiscard]] std::optional<unsigned> leaf_in(std::span<const std::byte> bytes) const noexcept;
+  // The static input that a texture object among `bytes` (a word at 8-byte steps that CUDA
+  // knows as one, over linear or pitched memory) reads, if one does: the texture holds the
+  // address it was made with, which no call can rebind.
+  [[nodiscard]] std::optional<unsigned> texture_leaf(std::span<const std::byte> bytes) const noexcept;
   // The first static input that [p, p + bytes) overlaps.
   [[nodiscard]] std::optional<unsigned> leaf_overlapped(const void* p, std::size_t bytes) const noexcept;
 

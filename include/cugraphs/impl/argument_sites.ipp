@@ -42,6 +42,12 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
     PatchedNode n{i, nodes[i], nullptr, std::move(*args), {}, {}, {}};
     n.function = function;
     find_sites(n);
+    if (rec_.in_place && !unbound)
+      for (const auto& q : n.args.params())
+        if (const auto leaf = texture_leaf({n.args.bytes() + q.offset, q.size}); leaf && !unbound)
+          unbound = format("node {} ({}) takes a texture object over static input leaf {}, which holds the address "
+                           "it was made with (no call can rebind it)",
+                           i, describe_node(nodes[i]), *leaf);
     if (n.draws.empty() && !n.stage && n.leaves.empty()) continue;
     for (const auto& site : n.draws)
       for (std::size_t d = 0; d < rec_.draws.size(); ++d)
@@ -142,6 +148,27 @@ CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::leaf_in(std::span<const s
   return std::nullopt;
 }
 
+CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::texture_leaf(std::span<const std::byte> bytes) const noexcept {
+  RelaxedCaptureMode relaxed;  // a query, but a capture may be open on this thread
+  for (std::size_t at = 0; at + 8 <= bytes.size(); at += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, bytes.data() + at, sizeof w);
+    if (w == 0 || leaf_at(w)) continue;
+    cudaResourceDesc d{};
+    if (cudaGetTextureObjectResourceDesc(&d, static_cast<cudaTextureObject_t>(w)) != cudaSuccess) {
+      (void)cudaGetLastError();  // not a texture object: most words are not
+      continue;
+    }
+    std::optional<unsigned> leaf;
+    if (d.resType == cudaResourceTypeLinear)
+      leaf = leaf_overlapped(d.res.linear.devPtr, d.res.linear.sizeInBytes);
+    else if (d.resType == cudaResourceTypePitch2D)
+      leaf = leaf_overlapped(d.res.pitch2D.devPtr, d.res.pitch2D.pitchInBytes * d.res.pitch2D.height);
+    if (leaf) return leaf;
+  }
+  return std::nullopt;
+}
+
 CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::leaf_overlapped(const void* p, std::size_t bytes) const noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   for (std::size_t i = 0; i < rec_.statics.size(); ++i) {
@@ -164,9 +191,13 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
       if (const auto args = KernelArgs::read(node)) {
         for (const auto& q : args->params())
           if (!leaf) leaf = leaf_in({args->bytes() + q.offset, q.size});
+        for (const auto& q : args->params())
+          if (!leaf) leaf = texture_leaf({args->bytes() + q.offset, q.size});
       } else if (const auto blobs = driver_kernel_args(node)) {
         for (const auto& b : *blobs)
           if (!leaf) leaf = leaf_in(b);
+        for (const auto& b : *blobs)
+          if (!leaf) leaf = texture_leaf(b);
         if (leaf)
           return format("{} ({}) takes the address of {} among the arguments of a kernel this runtime cannot set "
                         "(launched through the driver API, by a library such as cuBLAS)",
