@@ -153,6 +153,12 @@ auto reads_in_child(bool pad) {
 }
 #endif
 
+// Reads its input through a table of addresses in device memory.
+__global__ void gather_first(float* out, const float* const* table, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = table[0][i];
+}
+
 // Reads its input through a texture object (tex1Dfetch over linear memory).
 __global__ void fetch_twice(float* out, cudaTextureObject_t t, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
@@ -361,6 +367,28 @@ TEST_CASE("InPlace: a graph that reaches a static input other than through its k
     auto copying = cugraphs::make_graphed_callable(reads_texture, In(sa));  // Copy
     const DeviceBuffer<float> x = filled(kN, 10);
     CHECK(bitwise_equal(host(copying(In(x))), host(reads_texture(In(x)).span())));
+  }
+
+  // A table of the input's address copied from plain pageable memory (a capture in
+  // ThreadLocal mode lets such copies through): it cannot be searched, and would keep the
+  // static input's address.
+  {
+    DeviceBuffer<const float*> table(1);
+    auto through_table = [&table, held = std::vector<const float*>(1)](In a) mutable {
+      held[0] = a.data();
+      const cudaStream_t s = cugraphs::current_stream();
+      cugraphs::check(cudaMemcpyAsync(table.data(), held.data(), sizeof(const float*), cudaMemcpyHostToDevice, s),
+                      "cudaMemcpyAsync");
+      DeviceBuffer<float> out(a.size());
+      gather_first<<<blocks_for(a.size()), kThreads, 0, s>>>(out.data(), table.data(), a.size());
+      cugraphs::check_launch("gather_first");
+      return out;
+    };
+    auto opts = in_place();
+    opts.mode = cugraphs::CaptureMode::ThreadLocal;
+    const auto pageable = expect_error([&] { (void)cugraphs::make_graphed_callable(opts, through_table, In(sa)); });
+    CHECK(contains(pageable.what(), "copies 8 bytes from plain pageable host memory"));
+    CHECK(contains(pageable.what(), "Make it with InputMode::Copy"));
   }
 
   auto sets_input = [](Out a) {

@@ -148,3 +148,35 @@ TEST_CASE("NCCL: a training pair whose backward all-reduces its weight gradient 
     REQUIRE(wrong == 0);
   }
 }
+
+TEST_CASE("NCCL: a graphed callable made with InputMode::InPlace whose f all-reduces its input is refused (NCCL "
+          "keeps the addresses it was captured with); the Copy callable of the same f reduces fresh inputs",
+          "[nccl][in_place][gpu]") {
+  cugraphs::nccl::Communicators comms({0});  // one rank: the sum is the input itself
+  cugraphs::detail::DeviceGuard on(0);
+  const ncclComm_t comm = comms.on(0);
+  auto f = [comm](In x) {
+    DeviceBuffer<float> sum(x.size());
+    cugraphs::nccl::all_reduce(x, sum.span(), ncclSum, comm, cugraphs::current_stream());
+    return sum;
+  };
+  std::vector<float> values(kN);
+  for (std::size_t i = 0; i < kN; ++i) values[i] = start_value(i, 0);
+  DeviceBuffer<float> sample(kN);
+  sample.copy_from_host(values);
+  cugraphs::GraphedOptions opts;
+  opts.inputs = cugraphs::InputMode::InPlace;
+  const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(opts, f, In(sample.span())); });
+  CHECK(contains(e.what(), "InputMode::InPlace"));
+  CHECK(contains(e.what(), "holds 1 NCCL collective, which keep the addresses they were captured with"));
+  CHECK(contains(e.what(), "Make it with InputMode::Copy"));
+
+  auto g = cugraphs::make_graphed_callable(f, In(sample.span()));  // Copy
+  for (int call = 0; call < 3; ++call) {
+    for (auto& v : values) v += 1.0f;
+    DeviceBuffer<float> x(kN);
+    x.copy_from_host(values);
+    INFO("call " << call);
+    CHECK(bitwise_equal(host(g(In(x.span()))), values));
+  }
+}

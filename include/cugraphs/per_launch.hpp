@@ -63,7 +63,8 @@ inline constexpr unsigned kAutoParameterNodes = 12;
 /// input other than through kernel arguments of its top-level kernel nodes (a copy or a
 /// memset of it, a kernel whose arguments neither the runtime nor the driver can read, a
 /// kernel in a conditional body or a child graph, a texture object made over it, which holds
-/// the address it was made with; a library's kernels, cuBLAS's, are rebound
+/// the address it was made with, a copy from plain pageable host memory, which cannot be
+/// searched for it, an NCCL collective; a library's kernels, cuBLAS's, are rebound
 /// through the driver), where f returns a view of its input, under PerLaunch::Ring, and for
 /// graphed pairs (the backward reads the forward's static inputs).
 enum class InputMode { Copy, InPlace };

@@ -246,6 +246,9 @@ private:
   // knows as one, over linear or pitched memory) reads, if one does: the texture holds the
   // address it was made with, which no call can rebind.
   [[nodiscard]] std::optional<unsigned> texture_leaf(std::span<const std::byte> bytes) const noexcept;
+  // Whether `p` is plain pageable host memory (not the graph's own memory, which may not be
+  // backed yet).
+  [[nodiscard]] bool plain_pageable(const void* p) const noexcept;
   // The first static input that [p, p + bytes) overlaps.
   [[nodiscard]] std::optional<unsigned> leaf_overlapped(const void* p, std::size_t bytes) const noexcept;
 
@@ -296,8 +299,8 @@ private:
                                                const cudaPos& at) noexcept;
   // The source of a copy from pinned or managed host memory, as the host holds it now: its
   // words from the first 8-byte boundary, unless it spans more than kHostSearched bytes (then
-  // not searched). None for other sources: pageable memory is refused by the escape check, or
-  // not read, since it may no longer be mapped.
+  // not searched). None for other sources: pageable memory (refused by the escape check, and
+  // with inputs read in place by reaches_statics) is not read, since it may no longer be mapped.
   struct HostSource {
     std::span<const std::byte> words;
     std::size_t bytes = 0;

@@ -169,6 +169,19 @@ CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::texture_leaf(std::span<co
   return std::nullopt;
 }
 
+CUGRAPHS_INLINE bool ArgumentSites::plain_pageable(const void* p) const noexcept {
+  if (p == nullptr) return false;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  // The graph's own allocations and pool segments may not be backed yet, and say so.
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  return a.type == cudaMemoryTypeUnregistered &&
+         std::ranges::none_of(rec_.shield, [at](const Range& r) { return at >= r.first && at - r.first < r.second; });
+}
+
 CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::leaf_overlapped(const void* p, std::size_t bytes) const noexcept {
   const auto a = reinterpret_cast<std::uintptr_t>(p);
   for (std::size_t i = 0; i < rec_.statics.size(); ++i) {
@@ -219,6 +232,12 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
       if (p.dstArray == nullptr)
         if (const auto leaf = leaf_overlapped(p.dstPtr.ptr, copy_extent(p, p.dstPtr, p.dstPos)))
           return format("{} is a copy that writes {}", where, names(*leaf));
+      const bool from_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyDeviceToHost;
+      if (from_host && p.srcArray == nullptr && plain_pageable(p.srcPtr.ptr))
+        return format("{} copies {} bytes from plain pageable host memory (host address {}), which cugraphs cannot "
+                      "search for a static input's address (a table of them there would keep the static inputs'); "
+                      "copy from pinned memory",
+                      where, copy_extent(p, p.srcPtr, p.srcPos), p.srcPtr.ptr);
       if (const auto host = host_source(p)) {
         if (!host->searched)
           return format("{} copies {} bytes from host memory, more than cugraphs searches for a static input's "

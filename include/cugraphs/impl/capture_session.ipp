@@ -66,6 +66,7 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   if (ok) {
     c.device_launch = device_launch;
     c.updatable_nodes = updatable_nodes;
+    c.collectives = collectives.size();
     c.per_launch = per_launch;
     c.conditionals = std::move(frames.made());
     c.share = std::move(share);

@@ -80,6 +80,12 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
                    why);
   };
   if (policy_ == PerLaunch::Ring) refuse_in_place("PerLaunch::Ring was asked for");
+  // A captured NCCL plan may hold its buffers' addresses where no node update reaches them
+  // (in work items NCCL writes to its own memory, not in its kernels' arguments).
+  if (facts.collectives != 0)
+    refuse_in_place(format("f's graph holds {} NCCL collective{}, which keep the addresses they were captured "
+                           "with outside any kernel's arguments",
+                           facts.collectives, facts.collectives == 1 ? "" : "s"));
   if (policy_ != PerLaunch::Ring) {
     if (facts.updatable) {
       refuse_in_place("the graph holds device-updatable kernel nodes (launch_updatable)");
