@@ -159,6 +159,17 @@ __global__ void gather_first(float* out, const float* const* table, std::size_t 
   if (i < n) out[i] = table[0][i];
 }
 
+// Reads its input through a parameter block in host-visible memory, as engines hand kernels
+// their frame's constants.
+struct Block {
+  std::size_t n;
+  const float* x;
+};
+__global__ void from_block(float* out, const Block* b) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < b->n) out[i] = b->x[i] + 1.0f;
+}
+
 // Reads its input through a texture object (tex1Dfetch over linear memory).
 __global__ void fetch_twice(float* out, cudaTextureObject_t t, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
@@ -389,6 +400,31 @@ TEST_CASE("InPlace: a graph that reaches a static input other than through its k
     const auto pageable = expect_error([&] { (void)cugraphs::make_graphed_callable(opts, through_table, In(sa)); });
     CHECK(contains(pageable.what(), "copies 8 bytes from plain pageable host memory"));
     CHECK(contains(pageable.what(), "Make it with InputMode::Copy"));
+  }
+
+  // A parameter block in managed or mapped pinned memory that the host fills in f: while f
+  // is captured it holds the static input's address, which no call can rebind.
+  for (const bool managed : {true, false}) {
+    INFO("managed " << managed);
+    Block* block = nullptr;
+    if (managed)
+      cugraphs::check(cudaMallocManaged(&block, sizeof(Block)), "cudaMallocManaged");
+    else
+      cugraphs::check(cudaHostAlloc(&block, sizeof(Block), cudaHostAllocMapped), "cudaHostAlloc");
+    auto through_block = [block](In a) {
+      const cudaStream_t s = cugraphs::current_stream();
+      block->n = a.size();
+      block->x = a.data();
+      DeviceBuffer<float> out(a.size());
+      from_block<<<blocks_for(a.size()), kThreads, 0, s>>>(out.data(), block);
+      cugraphs::check_launch("from_block");
+      return out;
+    };
+    const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(in_place(), through_block, In(sa)); });
+    CHECK(contains(e.what(), "pinned host or managed memory that holds the address of static input leaf 0"));
+    CHECK(contains(e.what(), "Make it with InputMode::Copy"));
+    cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+    cugraphs::check(managed ? cudaFree(block) : cudaFreeHost(block), "free");
   }
 
   auto sets_input = [](Out a) {

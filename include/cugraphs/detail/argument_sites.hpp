@@ -246,6 +246,16 @@ private:
   // knows as one, over linear or pitched memory) reads, if one does: the texture holds the
   // address it was made with, which no call can rebind.
   [[nodiscard]] std::optional<unsigned> texture_leaf(std::span<const std::byte> bytes) const noexcept;
+  // The static input whose address a block of pinned host or managed memory that `w` points
+  // to holds, if one does: a table of addresses that the host wrote while f was captured and a
+  // kernel reads, which no call can rebind. Searched from `w` to the end of its allocation, at
+  // most kTableSearched bytes (to the end of its page where CUDA does not say); managed memory
+  // only where the host may read it while the device works.
+  static constexpr std::size_t kTableSearched = std::size_t{64} << 10;
+  [[nodiscard]] std::optional<unsigned> table_leaf(std::uint64_t w) const noexcept;
+  // The first static input that a block some word of `bytes` (at 8-byte steps) points to holds
+  // the address of (table_leaf).
+  [[nodiscard]] std::optional<unsigned> table_in(std::span<const std::byte> bytes) const noexcept;
   // Whether `p` is plain pageable host memory (not the graph's own memory, which may not be
   // backed yet).
   [[nodiscard]] bool plain_pageable(const void* p) const noexcept;

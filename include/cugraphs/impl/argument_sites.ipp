@@ -42,12 +42,19 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
     PatchedNode n{i, nodes[i], nullptr, std::move(*args), {}, {}, {}};
     n.function = function;
     find_sites(n);
-    if (rec_.in_place && !unbound)
-      for (const auto& q : n.args.params())
-        if (const auto leaf = texture_leaf({n.args.bytes() + q.offset, q.size}); leaf && !unbound)
+    if (rec_.in_place && !unbound && !n.stage)
+      for (const auto& q : n.args.params()) {
+        const std::span<const std::byte> bytes{n.args.bytes() + q.offset, q.size};
+        if (const auto leaf = texture_leaf(bytes); leaf && !unbound)
           unbound = format("node {} ({}) takes a texture object over static input leaf {}, which holds the address "
                            "it was made with (no call can rebind it)",
                            i, describe_node(nodes[i]), *leaf);
+        if (const auto leaf = table_in(bytes); leaf && !unbound)
+          unbound = format("node {} ({}) takes the address of pinned host or managed memory that holds the address "
+                           "of static input leaf {} (a table written on the host while f was captured, which no "
+                           "call can rebind; hand the input to the kernel as an argument)",
+                           i, describe_node(nodes[i]), *leaf);
+      }
     if (n.draws.empty() && !n.stage && n.leaves.empty()) continue;
     for (const auto& site : n.draws)
       for (std::size_t d = 0; d < rec_.draws.size(); ++d)
@@ -169,6 +176,51 @@ CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::texture_leaf(std::span<co
   return std::nullopt;
 }
 
+CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::table_leaf(std::uint64_t w) const noexcept {
+  if (w == 0 || w % 8 != 0 || leaf_at(w)) return std::nullopt;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, reinterpret_cast<const void*>(w)) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return std::nullopt;
+  }
+  if (a.type == cudaMemoryTypeManaged) {
+    int concurrent = 0;
+    if (cudaDeviceGetAttribute(&concurrent, cudaDevAttrConcurrentManagedAccess, a.device) != cudaSuccess) {
+      (void)cudaGetLastError();
+      return std::nullopt;
+    }
+    if (concurrent == 0) return std::nullopt;  // the host must not touch it while kernels run
+  } else if (a.type != cudaMemoryTypeHost || a.hostPointer == nullptr) {
+    return std::nullopt;
+  }
+  const auto first = reinterpret_cast<std::uintptr_t>(a.type == cudaMemoryTypeHost ? a.hostPointer
+                                                                                    : reinterpret_cast<void*>(w));
+  constexpr std::uintptr_t kPage = 4096;
+  std::uintptr_t end = (first / kPage + 1) * kPage;  // the byte's own page is mapped
+  using AddressRange = int (*)(unsigned long long* base, std::size_t* size, unsigned long long p);
+  static const auto range = reinterpret_cast<AddressRange>(quiet_driver_entry_point("cuMemGetAddressRange", 12000));
+  unsigned long long base = 0;
+  std::size_t size = 0;
+  if (range != nullptr && range(&base, &size, w) == 0 && base <= w && w - base < size)
+    end = first + std::min<std::size_t>(size - (w - base), kTableSearched);
+  for (std::uintptr_t at = first; at + 8 <= end; at += 8) {
+    std::uint64_t word = 0;
+    std::memcpy(&word, reinterpret_cast<const void*>(at), sizeof word);
+    if (const auto leaf = leaf_at(word)) return leaf;
+  }
+  return std::nullopt;
+}
+
+CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::table_in(std::span<const std::byte> bytes) const noexcept {
+  RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
+  for (std::size_t at = 0; at + 8 <= bytes.size(); at += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, bytes.data() + at, sizeof w);
+    if (const auto leaf = table_leaf(w)) return leaf;
+  }
+  return std::nullopt;
+}
+
 CUGRAPHS_INLINE bool ArgumentSites::plain_pageable(const void* p) const noexcept {
   if (p == nullptr) return false;
   cudaPointerAttributes a{};
@@ -206,11 +258,15 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
           if (!leaf) leaf = leaf_in({args->bytes() + q.offset, q.size});
         for (const auto& q : args->params())
           if (!leaf) leaf = texture_leaf({args->bytes() + q.offset, q.size});
+        for (const auto& q : args->params())
+          if (!leaf) leaf = table_in({args->bytes() + q.offset, q.size});
       } else if (const auto blobs = driver_kernel_args(node)) {
         for (const auto& b : *blobs)
           if (!leaf) leaf = leaf_in(b);
         for (const auto& b : *blobs)
           if (!leaf) leaf = texture_leaf(b);
+        for (const auto& b : *blobs)
+          if (!leaf) leaf = table_in(b);
         if (leaf)
           return format("{} ({}) takes the address of {} among the arguments of a kernel this runtime cannot set "
                         "(launched through the driver API, by a library such as cuBLAS)",
