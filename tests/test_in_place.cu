@@ -10,6 +10,7 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <stdexcept>
 #include <tuple>
 #include <utility>
@@ -174,6 +175,11 @@ __global__ void from_block(float* out, const Block* b) {
 __global__ void fetch_twice(float* out, cudaTextureObject_t t, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) out[i] = 2.0f * tex1Dfetch<float>(t, static_cast<int>(i));
+}
+
+__global__ void fetch_from_table(float* out, const cudaTextureObject_t* table, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = tex1Dfetch<float>(table[0], static_cast<int>(i));
 }
 
 // One texture object per buffer an f was called with, kept for the graphs that hold them.
@@ -374,6 +380,27 @@ TEST_CASE("InPlace: a graph that reaches a static input other than through its k
   const auto tex = expect_error([&] { (void)cugraphs::make_graphed_callable(in_place(), reads_texture, In(sa)); });
   CHECK(contains(tex.what(), "takes a texture object over static input leaf 0"));
   CHECK(contains(tex.what(), "Make it with InputMode::Copy"));
+  // The same through a bindless table copied from pinned memory.
+  {
+    cudaTextureObject_t* pinned = nullptr;
+    cugraphs::check(cudaMallocHost(&pinned, sizeof(cudaTextureObject_t)), "cudaMallocHost");
+    const std::unique_ptr<cudaTextureObject_t, cudaError_t (*)(void*)> staged(pinned, &cudaFreeHost);
+    DeviceBuffer<cudaTextureObject_t> table(1);
+    auto reads_table = [&](In a) {
+      const cudaStream_t s = cugraphs::current_stream();
+      staged.get()[0] = textures.over(a);
+      cugraphs::check(
+          cudaMemcpyAsync(table.data(), staged.get(), sizeof(cudaTextureObject_t), cudaMemcpyHostToDevice, s),
+          "cudaMemcpyAsync");
+      DeviceBuffer<float> out(a.size());
+      fetch_from_table<<<blocks_for(a.size()), kThreads, 0, s>>>(out.data(), table.data(), a.size());
+      cugraphs::check_launch("fetch_from_table");
+      return out;
+    };
+    const auto bindless = expect_error([&] { (void)cugraphs::make_graphed_callable(in_place(), reads_table, In(sa)); });
+    CHECK(contains(bindless.what(), "copies a texture object over static input leaf 0 from host memory"));
+    cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  }
   {
     auto copying = cugraphs::make_graphed_callable(reads_texture, In(sa));  // Copy
     const DeviceBuffer<float> x = filled(kN, 10);

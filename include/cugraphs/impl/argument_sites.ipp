@@ -300,6 +300,11 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
                         "address (64 MiB)", where, host->bytes);
         if (const auto leaf = leaf_in(host->words))
           return format("{} copies the address of {} from host memory to the device", where, names(*leaf));
+        // A bindless table of texture objects: one query a word, so only tables of a size
+        // such tables have.
+        if (host->words.size() <= kTableSearched)
+          if (const auto leaf = texture_leaf(host->words))
+            return format("{} copies a texture object over {} from host memory to the device", where, names(*leaf));
       }
       (void)cudaGetLastError();
       return std::nullopt;
