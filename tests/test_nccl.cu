@@ -150,7 +150,8 @@ TEST_CASE("NCCL: a training pair whose backward all-reduces its weight gradient 
 }
 
 TEST_CASE("NCCL: a graphed callable made with InputMode::InPlace whose f all-reduces its input is refused (NCCL "
-          "keeps the addresses it was captured with); the Copy callable of the same f reduces fresh inputs",
+          "keeps the addresses it was captured with), one whose f all-reduces its own buffer reads its inputs in "
+          "place; the Copy callable of the first reduces fresh inputs",
           "[nccl][in_place][gpu]") {
   cugraphs::nccl::Communicators comms({0});  // one rank: the sum is the input itself
   cugraphs::detail::DeviceGuard on(0);
@@ -168,8 +169,33 @@ TEST_CASE("NCCL: a graphed callable made with InputMode::InPlace whose f all-red
   opts.inputs = cugraphs::InputMode::InPlace;
   const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(opts, f, In(sample.span())); });
   CHECK(contains(e.what(), "InputMode::InPlace"));
-  CHECK(contains(e.what(), "holds 1 NCCL collective, which keep the addresses they were captured with"));
+  CHECK(contains(e.what(), "holds an NCCL collective over static input leaf 0, which keeps the address it was "
+                            "captured with"));
   CHECK(contains(e.what(), "Make it with InputMode::Copy"));
+
+  // A collective over f's own buffer (the input scaled by a kernel first) is no concern of
+  // the inputs': they are read in place.
+  auto scales_then_reduces = [comm](In x) {
+    const cudaStream_t s = cugraphs::current_stream();
+    DeviceBuffer<float> mine(x.size()), sum(x.size());
+    scale_forward<<<blocks_for(x.size()), kThreads, 0, s>>>(mine.data(), x.data(), x.data(), x.size());
+    cugraphs::check_launch("scale_forward");
+    cugraphs::nccl::all_reduce(In(mine.span()), sum.span(), ncclSum, comm, s);
+    return sum;
+  };
+  auto squares = cugraphs::make_graphed_callable(opts, scales_then_reduces, In(sample.span()));
+  for (int call = 0; call < 3; ++call) {
+    std::vector<float> xs(kN), expected(kN);
+    for (std::size_t i = 0; i < kN; ++i) {
+      xs[i] = start_value(i, 0) + static_cast<float>(call);
+      expected[i] = xs[i] * xs[i];
+    }
+    DeviceBuffer<float> x(kN);
+    x.copy_from_host(xs);
+    INFO("call " << call);
+    CHECK(bitwise_equal(host(squares(In(x.span()))), expected));
+  }
+  CHECK(squares.staged_copies() == 0);
 
   auto g = cugraphs::make_graphed_callable(f, In(sample.span()));  // Copy
   for (int call = 0; call < 3; ++call) {

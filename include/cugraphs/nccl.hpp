@@ -21,6 +21,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <string_view>
 #include <type_traits>
 #include <utility>
@@ -119,8 +120,11 @@ void all_reduce(DeviceSpan<const T> send, DeviceSpan<T> recv, ncclRedOp_t op, nc
   if (send.size() != recv.size())
     detail::throw_misuse(what, "the send buffer has {} elements but the receive buffer {}", send.size(), recv.size());
   // Logged in the capture open on this thread when `stream` captures (GraphSet compares the logs).
+  const std::pair<std::uintptr_t, std::size_t> buffers[] = {
+      {reinterpret_cast<std::uintptr_t>(send.data()), send.size_bytes()},
+      {reinterpret_cast<std::uintptr_t>(recv.data()), recv.size_bytes()}};
   detail::record_collective(
-      stream, detail::format("all_reduce of {} x {}-byte elements ({})", send.size(), sizeof(T), name(op)));
+      stream, detail::format("all_reduce of {} x {}-byte elements ({})", send.size(), sizeof(T), name(op)), buffers);
   check(ncclAllReduce(send.data(), recv.data(), send.size(), data_type<T>(), op, comm, stream), "ncclAllReduce");
 }
 

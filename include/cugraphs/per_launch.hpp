@@ -65,7 +65,7 @@ inline constexpr unsigned kAutoParameterNodes = 12;
 /// kernel in a conditional body or a child graph, a texture object made over it, which holds
 /// the address it was made with, a copy from plain pageable host memory, which cannot be
 /// searched for it, a parameter block in pinned or managed memory holding it, an NCCL
-/// collective; a library's kernels, cuBLAS's, are rebound
+/// collective over it; a library's kernels, cuBLAS's, are rebound
 /// through the driver), where f returns a view of its input, under PerLaunch::Ring, and for
 /// graphed pairs (the backward reads the forward's static inputs).
 enum class InputMode { Copy, InPlace };

@@ -19,9 +19,11 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace cugraphs {
@@ -52,6 +54,7 @@ public:
   Graph* owner;                       // the Graph holding this session; kept current when it moves
   std::unique_ptr<LaunchRing> ring;   // once the graph draws random numbers or stages inputs
   std::vector<std::string> collectives;           // collectives captured, in order (cugraphs/nccl.hpp)
+  std::vector<std::pair<std::uintptr_t, std::size_t>> collective_buffers;  // their send and receive buffers
   std::vector<std::shared_ptr<void>> keep_alive;  // resources captured work uses; the Graph keeps them
   CurrentStreamStack streams;                     // the current streams this capture set on its thread
   ConditionalFrames frames;                       // open conditional nodes, innermost last

@@ -10,7 +10,9 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace cugraphs::detail {
@@ -20,7 +22,8 @@ struct Captured {
   cudaGraph_t graph = nullptr;
   bool device_launch = false;    // instantiate for launch from the device
   bool updatable_nodes = false;  // holds device-updatable kernel nodes (launch_updatable)
-  std::size_t collectives = 0;   // NCCL collectives captured through cugraphs/nccl.hpp
+  // The send and receive buffers of the NCCL collectives captured through cugraphs/nccl.hpp.
+  std::vector<std::pair<std::uintptr_t, std::size_t>> collective_buffers;
   PerLaunch per_launch = PerLaunch::Auto;  // as asked (CaptureOptions): recaptures ask the same
   std::vector<ConditionalMade> conditionals;  // the conditional nodes made, with their bodies
   PoolShare share;  // the graph's share of the pool it was captured into

@@ -121,7 +121,7 @@ public:
     const std::vector<ConditionalMade>& conditionals;  // the conditional nodes its capture made
     int device;  // the capture's
     std::span<const ArgumentSites::Range> pool;  // the segments of the pool captured into
-    std::size_t collectives = 0;  // NCCL collectives captured (cugraphs/nccl.hpp)
+    std::span<const ArgumentSites::Range> collective_buffers = {};  // of NCCL collectives (cugraphs/nccl.hpp)
   };
   void attach(cudaGraph_t g, cudaStream_t stream, const GraphFacts& facts, std::string_view op);
 

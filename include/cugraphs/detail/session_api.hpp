@@ -126,7 +126,9 @@ CUGRAPHS_INLINE void shield_in_capture(std::span<const std::pair<std::uintptr_t,
                                        std::string_view op);
 
 // A collective captured by the innermost capture (cugraphs/nccl.hpp), when `stream` captures.
-CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line);
+// `buffers`: its send and receive buffers (address, bytes).
+CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line,
+                                       std::span<const std::pair<std::uintptr_t, std::size_t>> buffers = {});
 
 // A non-owning reference to a callable taking the input-address words of one launch: how a
 // graphed call hands its staging to the executable without making the launch a template.

@@ -66,7 +66,7 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   if (ok) {
     c.device_launch = device_launch;
     c.updatable_nodes = updatable_nodes;
-    c.collectives = collectives.size();
+    c.collective_buffers = std::move(collective_buffers);
     c.per_launch = per_launch;
     c.conditionals = std::move(frames.made());
     c.share = std::move(share);
@@ -112,6 +112,7 @@ CUGRAPHS_INLINE void CaptureSession::abort() noexcept {
   share.release();  // the Graph is left holding nothing of the capture
   keep_alive.clear();
   collectives.clear();
+  collective_buffers.clear();
 }
 
 CUGRAPHS_INLINE void CaptureSession::close(bool produced_graph) noexcept {

@@ -26,7 +26,7 @@ CUGRAPHS_INLINE void Executable::hold(Captured&& c, const Pool* pool, std::uint6
       // Where a graphed callable's inputs are read in place, an input in the pool's memory is copied.
       const auto segments = pool != nullptr && c.ring->stages_in_place() ? pool->segment_ranges()
                                                                          : std::vector<ArgumentSites::Range>{};
-      c.ring->attach(graph_->graph, stream, {c.updatable_nodes, c.conditionals, device, segments, c.collectives},
+      c.ring->attach(graph_->graph, stream, {c.updatable_nodes, c.conditionals, device, segments, c.collective_buffers},
                      "Graph::capture_end (per-launch values)");
       graph_->keep = c.ring->end_event();  // named by the graph's last node: lives as long as the graph
     }

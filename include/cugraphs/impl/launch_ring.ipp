@@ -81,11 +81,18 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
   };
   if (policy_ == PerLaunch::Ring) refuse_in_place("PerLaunch::Ring was asked for");
   // A captured NCCL plan may hold its buffers' addresses where no node update reaches them
-  // (in work items NCCL writes to its own memory, not in its kernels' arguments).
-  if (facts.collectives != 0)
-    refuse_in_place(format("f's graph holds {} NCCL collective{}, which keep the addresses they were captured "
-                           "with outside any kernel's arguments",
-                           facts.collectives, facts.collectives == 1 ? "" : "s"));
+  // (in work items NCCL writes to its own memory, not in its kernels' arguments): one over a
+  // static input (or its pads) cannot read the caller's input. Collectives over f's own
+  // buffers are no concern of the inputs'.
+  if (in_place_)
+    for (const auto& [at, bytes] : facts.collective_buffers)
+      for (std::size_t i = 0; i < statics_.size(); ++i) {
+        const auto first = reinterpret_cast<std::uintptr_t>(statics_[i].dst) - kInPlacePad;
+        if (at < first + statics_[i].bytes + 2 * kInPlacePad && first < at + std::max<std::size_t>(bytes, 1))
+          refuse_in_place(format("f's graph holds an NCCL collective over static input leaf {}, which keeps the "
+                                 "address it was captured with outside any kernel's arguments",
+                                 i));
+      }
   if (policy_ != PerLaunch::Ring) {
     if (facts.updatable) {
       refuse_in_place("the graph holds device-updatable kernel nodes (launch_updatable)");

@@ -84,9 +84,12 @@ CUGRAPHS_INLINE void shield_in_capture(std::span<const std::pair<std::uintptr_t,
   innermost_capture()->launch_ring(op).shield(ranges);
 }
 
-CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line) {
+CUGRAPHS_INLINE void record_collective(cudaStream_t stream, std::string line,
+                                       std::span<const std::pair<std::uintptr_t, std::size_t>> buffers) {
   CaptureSession* s = innermost_capture();
-  if (s != nullptr && is_capturing(stream)) s->collectives.push_back(std::move(line));
+  if (s == nullptr || !is_capturing(stream)) return;
+  s->collectives.push_back(std::move(line));
+  s->collective_buffers.insert(s->collective_buffers.end(), buffers.begin(), buffers.end());
 }
 
 }  // namespace cugraphs::detail
