@@ -352,8 +352,7 @@ private:
     [[maybe_unused]] auto each = [&](std::size_t k, auto leaf) {
       const auto a = reinterpret_cast<std::uintptr_t>(leaf.data());
       for (std::size_t i = 0; i < targets.size(); ++i) {
-        const auto base = reinterpret_cast<std::uintptr_t>(targets[i].dst) - kInPlacePad;
-        if (a < base + targets[i].bytes + 2 * kInPlacePad && base < a + std::max<std::size_t>(leaf.size_bytes(), 1))
+        if (detail::overlaps_padded(targets[i], a, leaf.size_bytes()))
           detail::throw_misuse(op, "the graphed callable was made with InputMode::InPlace, but output leaf {} lies in "
                                    "static input leaf {} (f returns a view of its input), which calls that read "
                                    "their inputs in place never write. Make it with InputMode::Copy",

@@ -11,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 #include <string_view>
 
 namespace cugraphs::detail {
@@ -95,6 +96,11 @@ struct StageTarget {
 // the pad after (a one-based or negative-stride base, an end pointer) is unmistakably that
 // input's, and is rebound with it (the input keeps the pool's 512-byte alignment).
 inline constexpr std::size_t kInPlacePad = 512;
+// Whether [a, a + bytes) overlaps the buffer of a static input read in place, pads included.
+[[nodiscard]] inline bool overlaps_padded(const StageTarget& t, std::uintptr_t a, std::size_t bytes) noexcept {
+  const auto first = reinterpret_cast<std::uintptr_t>(t.dst) - kInPlacePad;
+  return a < first + t.bytes + 2 * kInPlacePad && first < a + (bytes != 0 ? bytes : 1);
+}
 struct StageArgs {
   static constexpr unsigned kInlineLeaves = 64;  // the most leaves staged from arguments
   const StageTarget* targets;          // leaves entries (device)

@@ -87,8 +87,7 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
   if (in_place_)
     for (const auto& [at, bytes] : facts.collective_buffers)
       for (std::size_t i = 0; i < statics_.size(); ++i) {
-        const auto first = reinterpret_cast<std::uintptr_t>(statics_[i].dst) - kInPlacePad;
-        if (at < first + statics_[i].bytes + 2 * kInPlacePad && first < at + std::max<std::size_t>(bytes, 1))
+        if (overlaps_padded(statics_[i], at, bytes))
           refuse_in_place(format("f's graph holds an NCCL collective over static input leaf {}, which keeps the "
                                  "address it was captured with outside any kernel's arguments",
                                  i));
