@@ -74,6 +74,8 @@ struct Setup {
   explicit Setup(std::uint32_t seed) { input.copy_from_host(random_floats(input.size(), seed)); }
 };
 
+__global__ void accumulate(float* acc, const float* x) { *acc += *x; }
+
 }  // namespace
 
 TEST_CASE("GraphCache: a key runs the smallest bucket not below it, captured on its first call into one shared "
@@ -274,4 +276,22 @@ TEST_CASE("GraphCache: misuse is an Error", "[cache][gpu]") {
   const auto out = cache(8);
   CHECK(bitwise_equal(host(out), eager(model, 8)));
   CHECK(cache.stats().calls == 1);
+}
+
+// Before: the warm-up ran on the capture stream, unordered with the call's stream, and read
+// the input as it was before the work queued there (a request's tokens on their way).
+TEST_CASE("GraphCache: a bucket's first call warms f up after the work queued on the call's stream", "[cache][gpu]") {
+  cugraphs::Stream stream;
+  auto x = filled(1, 1), acc = filled(1, 0);
+  put_all(x, 1.0f);
+  put_all(acc, 0.0f);
+  auto add_input = [&](int) {
+    accumulate<<<1, 1, 0, cugraphs::current_stream()>>>(acc.data(), x.data());
+    cugraphs::check_launch("accumulate");
+  };
+  auto cache = cugraphs::make_graph_cache(std::vector<int>{1}, add_input);  // one warm-up call
+  slow_fill_kernel<<<1, 32, 0, stream>>>(x.data(), 1, 7.0f, 50'000'000);  // x = 7 after 50 ms
+  (void)cache(stream, 1);
+  stream.synchronize();
+  CHECK(host(acc.span())[0] == 14.0f);  // the warm-up and the replay each added 7
 }

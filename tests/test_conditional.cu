@@ -55,6 +55,13 @@ __global__ void pick_case(cugraphs::Condition c, const int* value) { c.set(*valu
 
 void launch_increment(int* x, cudaStream_t s) { increment<<<1, 1, 0, s>>>(x); }
 
+// Goes on while fewer than `limit` iterations ran, saying so with a 64-bit value whose low 32
+// bits are 0 (a count of bytes left, 2^32): the condition is 32 bits wide.
+__global__ void bump_while_wide(int* x, int limit, cugraphs::Condition c) {
+  *x += 1;
+  c.set(*x < limit ? std::uint64_t{1} << 32 : std::uint64_t{0});
+}
+
 // State of the nested-loop test: a While inside an If inside a While.
 struct Nest {
   int o, i, a, b, c;
@@ -572,6 +579,85 @@ TEST_CASE("Escapes: work launched on the enclosing stream while a conditional bo
     scope.abort();
   }
   CHECK_FALSE(g.is_capturing());
+  CHECK(cugraphs::current_stream() == nullptr);
+  CHECK(get(stray) == 0);
+  CHECK(cudaGetLastError() == cudaSuccess);
+  auto x = filled(3000, 5);
+  capture_and_check_affine(g, x);
+}
+
+// Before: the value's low 32 bits were taken, so 2^32 read as false and the loop stopped
+// after one iteration.
+TEST_CASE("Condition: a 64-bit value set from a kernel counts as true where its low 32 bits are 0",
+          "[conditional][gpu]") {
+  DeviceBuffer<int> x(1);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::While> loop(scope, cugraphs::SetByKernels{1});
+    bump_while_wide<<<1, 1, 0, scope.stream()>>>(x.data(), 5, loop.condition());
+  }
+  put(x, 0);
+  g.replay();
+  CHECK(get(x) == 5);
+}
+
+// Before: accepted; the If, IfElse and Switch always took `initial` (only kernels in their
+// bodies could set the condition, after the node had decided) and the While never ran.
+TEST_CASE("SetByKernels: an If, IfElse or Switch outside any While, and a While starting at 0, are Errors naming "
+          "make_condition; inside a While body an If set by kernels is accepted; the capture goes on",
+          "[conditional][gpu]") {
+  DeviceBuffer<int> x(1);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    auto e = expect_error([&] { ConditionalScope<cugraphs::If> s(scope, cugraphs::SetByKernels{1}); });
+    CHECK(e.code() == cudaSuccess);
+    CHECK(contains(e.what(), "decides before any kernel can set it"));
+    CHECK(contains(e.what(), "every replay would take the then-body"));
+    CHECK(contains(e.what(), "make_condition(1)"));
+    e = expect_error([&] { ConditionalScope<cugraphs::IfElse> s(scope, cugraphs::SetByKernels{0}); });
+    CHECK(contains(e.what(), "every replay would take the else-body"));
+    e = expect_error([&] { ConditionalScope<cugraphs::Switch> s(scope, cugraphs::SetByKernels{2}, 3); });
+    CHECK(contains(e.what(), "every replay would take case 2"));
+    e = expect_error([&] { ConditionalScope<cugraphs::While> s(scope, cugraphs::SetByKernels{0}); });
+    CHECK(contains(e.what(), "never runs its body"));
+    CHECK(scope.graph().open_conditionals() == 0);
+    // The capture goes on: a do-while set by kernels, with an If inside it.
+    ConditionalScope<cugraphs::While> loop(scope, cugraphs::SetByKernels{1});
+    bump_until<<<1, 1, 0, scope.stream()>>>(x.data(), 4, loop.condition());
+    { ConditionalScope<cugraphs::If> inner(scope, cugraphs::SetByKernels{1}); }
+  }
+  put(x, 0);
+  g.replay();
+  CHECK(get(x) == 4);
+}
+
+// Before: the stray kernel joined the top-level graph beside the loop and ran once a replay.
+TEST_CASE("Escapes: work on a stream forked from the capture before a conditional scope, launched while its body "
+          "is open, is an Error; the capture is aborted and the graph reusable",
+          "[conditional][escapes][gpu]") {
+  DeviceBuffer<int> counter(1), stray(1);
+  put(stray, 0);
+  Graph g;
+  cugraphs::Stream side;
+  cudaEvent_t fork = nullptr;
+  cugraphs::check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "event");
+  {
+    CaptureScope scope(g);
+    cugraphs::check(cudaEventRecord(fork, scope.stream()), "fork");
+    cugraphs::check(cudaStreamWaitEvent(side, fork, 0), "fork");
+    ConditionalScope<cugraphs::While> loop(scope, cugraphs::SetByKernels{1});
+    bump_until<<<1, 1, 0, cugraphs::current_stream()>>>(counter.data(), 3, loop.condition());
+    add_to<<<1, 1, 0, side>>>(stray.data(), 1);  // a forked stream of the enclosing graph
+    const auto e = expect_error([&] { loop.end(); });
+    CHECK(contains(e.what(), "1 node(s) were added to the enclosing graph"));
+    CHECK(contains(e.what(), "the capture's top-level graph"));
+    CHECK(contains(e.what(), "current_stream()"));
+    CHECK_FALSE(g.is_capturing());
+    scope.abort();
+  }
+  cugraphs::check(cudaEventDestroy(fork), "event");
   CHECK(cugraphs::current_stream() == nullptr);
   CHECK(get(stray) == 0);
   CHECK(cudaGetLastError() == cudaSuccess);

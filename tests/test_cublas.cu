@@ -612,3 +612,40 @@ TEST_CASE("cublas::Handle: a graph keeps the workspaces its capture used: the Ha
   g.reset();
   CHECK(device_free_bytes() >= handle_gone + (std::size_t{64} << 20));  // returned with the graph
 }
+
+// Before: made without a word; the GEMM ran on the program's stream while f was captured
+// and never in a call, so every call returned the same (first) product.
+TEST_CASE("cublas: a graphed callable whose f runs its GEMM through a raw handle bound once to a stream of the "
+          "program's is an Error naming current_stream(); binding it to current_stream() in f works",
+          "[cublas][graphed][gpu]") {
+  cugraphs::Stream own;
+  cublasHandle_t mine = nullptr;
+  cugraphs::cublas::check(cublasCreate(&mine), "cublasCreate");
+  configure(mine);
+  cugraphs::cublas::check(cublasSetStream(mine, own), "cublasSetStream");  // once, at start-up
+  const auto hb = random_floats(kSizeB, 5);
+  auto a = filled(kSizeA, 1), b = filled(kSizeB, 2);
+  b.copy_from_host(hb);
+  bool rebind = false;
+  auto forward = [&](In x) {
+    if (rebind) cugraphs::cublas::check(cublasSetStream(mine, cugraphs::current_stream()), "cublasSetStream");
+    DeviceBuffer<float> c(kSizeC);
+    sgemm(mine, plain(), x.data(), b.data(), c.data());
+    return c;
+  };
+  const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(forward, In(a.span())); });
+  CHECK(contains(e.what(), "never reads input leaf 0"));
+  CHECK(contains(e.what(), "cublasSetStream(handle, my_stream)"));
+  cugraphs::check(cudaStreamSynchronize(own), "cudaStreamSynchronize");
+  rebind = true;
+  auto call = cugraphs::make_graphed_callable(forward, In(a.span()));
+  for (std::uint32_t rep = 0; rep < 2; ++rep) {
+    const auto ha = random_floats(kSizeA, 30 + rep);
+    auto x = filled(kSizeA, 0);
+    x.copy_from_host(ha);
+    const auto got = host(call(In(x.span())));
+    INFO("call " << rep);
+    REQUIRE(close(got, host_gemm(plain(), ha, hb, {})));
+  }
+  cugraphs::cublas::check(cublasDestroy(mine), "cublasDestroy");
+}

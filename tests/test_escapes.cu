@@ -703,3 +703,115 @@ TEST_CASE("CurrentStreamListener: sees every change of the current stream (Strea
   CHECK(seen == expected);
   CHECK(body != capture);
 }
+
+// Before: the guarded kernel ran once, eagerly, while the graph was captured (on a stream
+// that did not capture), and no replay ran it.
+TEST_CASE("Escapes: a StreamGuard on a stream of the program's inside a capture forks it into the capture: its "
+          "work replays every time, in order with the work around it; outside a capture it changes nothing",
+          "[escapes][stream][gpu]") {
+  auto x = filled(kN, 1);
+  put_all(x, 1.0f);
+  cugraphs::Stream side;
+  Graph g;
+  {
+    CaptureScope scope(g);
+    affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 2.0f, 0.0f);
+    {
+      cugraphs::StreamGuard on(side);  // a subsystem switching to its own stream
+      CHECK(cugraphs::is_capturing(side));
+      affine_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(x.data(), kN, 1.0f, 1.0f);
+    }
+    CHECK(cugraphs::current_stream() == scope.stream());
+    affine_kernel<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(x.data(), kN, 3.0f, 0.0f);
+  }
+  CHECK(host(x.span())[0] == 1.0f);  // the capture ran nothing
+  float want = 1.0f;
+  for (int r = 0; r < 3; ++r) {
+    g.replay();
+    want = (want * 2.0f + 1.0f) * 3.0f;
+    const auto got = host(x.span());
+    for (std::size_t i = 0; i < kN; i += 37) REQUIRE(got[i] == want);
+  }
+  CHECK(g.node_count() == 3);
+  // Outside a capture the guard only sets the current stream.
+  {
+    cugraphs::StreamGuard on(side);
+    CHECK_FALSE(cugraphs::is_capturing(side));
+    affine_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(x.data(), kN, 1.0f, 1.0f);
+    side.synchronize();
+  }
+  CHECK(host(x.span())[0] == want + 1.0f);
+}
+
+// Before: set_kernel_arg<1> merged the value into the first capture's arguments and so
+// brought back its buffer (released since), silently.
+TEST_CASE("KernelNodes: set_kernel_arg<I> with a node of a capture that update() replaced is an Error; the node "
+          "taken in the capture applied works", "[escapes][update][gpu]") {
+  auto a = filled(kN, 1), b = filled(kN, 2);
+  put_all(a, 1.0f);
+  put_all(b, 2.0f);
+  Graph g;
+  auto node = cugraphs::kernel_node_for(affine_kernel);
+  auto first = cugraphs::kernel_node_for(affine_kernel);
+  float* target = a.data();
+  const auto step = [&](cudaStream_t s) {
+    affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(target, kN, 2.0f, 1.0f);
+    node = cugraphs::captured_kernel_node(affine_kernel, s);
+  };
+  (void)g.capture_or_update(step);
+  first = node;
+  target = b.data();
+  CHECK(g.capture_or_update(step).updated);
+  const auto e = expect_error([&] { g.set_kernel_arg<3>(first, 0.0f); });
+  CHECK(e.code() == cudaSuccess);
+  CHECK(contains(e.what(), "Graph::set_kernel_arg"));
+  CHECK(contains(e.what(), "which update() has replaced since"));
+  CHECK(contains(e.what(), "captured_kernel_node()"));
+  g.set_kernel_arg<3>(node, 0.0f);  // the node of the capture applied: b = 2 * b
+  g.replay();
+  CHECK(host(b.span())[0] == 4.0f);
+  CHECK(host(a.span())[0] == 1.0f);
+  g.set_kernel_args(first, b.data(), kN, 1.0f, 1.0f);  // every argument: still allowed
+  g.replay();
+  CHECK(host(b.span())[0] == 5.0f);
+}
+
+// Before: made without a word; every call returned what f computed once, while captured.
+TEST_CASE("Graphed callables: an f whose work goes to a stream of its own (no node reads an input) is an Error "
+          "naming current_stream(); allow_unused_input lets an f ignore an input on purpose",
+          "[escapes][graphed][gpu]") {
+  const auto x = filled(kN, 3);
+  cugraphs::Stream own;
+  auto on_own_stream = [&own](In in) {
+    DeviceBuffer<float> out(in.size());
+    twice_plus<<<blocks_for(in.size()), kThreads, 0, own>>>(out.data(), in.data(), in.data(), in.size());
+    cugraphs::check(cudaStreamSynchronize(own), "cudaStreamSynchronize");
+    return out;
+  };
+  for (const auto mode : {cugraphs::InputMode::Copy, cugraphs::InputMode::InPlace}) {
+    cugraphs::GraphedOptions o;
+    o.inputs = mode;
+    o.mode = cugraphs::CaptureMode::Relaxed;  // lets the synchronize through, as a port's
+    const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(o, on_own_stream, In(x.span())); });
+    CHECK(e.code() == cudaSuccess);
+    CHECK(contains(e.what(), "f's graph never reads input leaf 0 (12000 bytes)"));
+    CHECK(contains(e.what(), "current_stream()"));
+    CHECK(contains(e.what(), "allow_unused_input"));
+  }
+  // An f that reads its first input and ignores its second.
+  auto first_only = [](In a, In) {
+    DeviceBuffer<float> out(a.size());
+    twice_plus<<<blocks_for(a.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), a.data(), a.data(),
+                                                                                  a.size());
+    return out;
+  };
+  const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(first_only, In(x.span()), In(x.span())); });
+  CHECK(contains(e.what(), "never reads input leaf 1"));
+  cugraphs::GraphedOptions o;
+  o.allow_unused_input = true;
+  auto g = cugraphs::make_graphed_callable(o, first_only, In(x.span()), In(x.span()));
+  const auto y = filled(kN, 4);
+  const auto got = host(g(In(y.span()), In(x.span())));
+  const auto want = host(y.span());
+  for (std::size_t i = 0; i < kN; i += 29) REQUIRE(got[i] == 3.0f * want[i]);
+}

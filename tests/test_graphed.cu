@@ -480,3 +480,34 @@ TEST_CASE("GraphedCallable: calls on two unordered streams each stage their own 
   CHECK(add.calls() == static_cast<std::uint64_t>(calls));
   CHECK(add.staged_copies() == static_cast<std::uint64_t>(calls));
 }
+
+// Before: both copies ran at once in the one staging kernel, so leaf 0 read a mix of the
+// static input's old values and those leaf 1 was writing over them, silently.
+TEST_CASE("Graphed callables: feeding outputs that are views of the static inputs back crosswise (a two-step "
+          "integrator's (previous, current)) is an Error before anything is staged; a copy of the input works",
+          "[graphed][gpu]") {
+  auto step = [](In previous, In current) {
+    DeviceBuffer<float> next(current.size());
+    mix<<<blocks_for(current.size()), kThreads, 0, cugraphs::current_stream()>>>(next.data(), current.data(),
+                                                                                 previous.data(), current.size(), 2.0f);
+    return std::pair{current, std::move(next)};  // (current, next): the next call's (previous, current)
+  };
+  const auto p0 = filled(kN, 1), c0 = filled(kN, 2);
+  auto g = cugraphs::make_graphed_callable(step, In(p0.span()), In(c0.span()));
+  const auto& [p, c] = g(In(p0.span()), In(c0.span()));
+  const std::uint64_t copies = g.staged_copies();
+  const auto e = expect_error([&] { (void)g(In(p), In(c)); });  // p is static input 1, which c's copy overwrites
+  CHECK(e.code() == cudaSuccess);
+  CHECK(contains(e.what(), "input leaf 0 lies in static input 1, which this call also overwrites with input leaf 1"));
+  CHECK(contains(e.what(), "nothing was staged or launched"));
+  CHECK(g.staged_copies() == copies);
+  // The remedy: the previous state copied out first.
+  DeviceBuffer<float> held(kN);
+  cugraphs::check(cudaMemcpy(held.data(), p.data(), kN * sizeof(float), cudaMemcpyDeviceToDevice), "cudaMemcpy");
+  const auto want_current = host(c);
+  const auto eager = step(In(held.span()), In(c));
+  const auto want_next = host(eager.second.span());
+  const auto& [q, d] = g(In(held.span()), In(c));
+  CHECK(bitwise_equal(host(q), want_current));
+  CHECK(bitwise_equal(host(d), want_next));
+}

@@ -4,6 +4,7 @@
 
 #include <cugraphs/graph.hpp>
 
+#include <cstdint>
 #include <cstring>
 #include <span>
 #include <string>
@@ -17,8 +18,10 @@ using cugraphs_test::expect_error;
 TEST_CASE("Streams: the current stream starts as the legacy default and follows StreamGuard",
           "[stream]") {
   CHECK(cugraphs::current_stream() == nullptr);
-  auto* const s1 = reinterpret_cast<cudaStream_t>(0x10);
-  auto* const s2 = reinterpret_cast<cudaStream_t>(0x20);
+  // CUDA's two named default streams: a guard asks CUDA nothing about them (it asks whether a
+  // stream of the program's captures, to fork it into a capture), so no device is needed.
+  const cudaStream_t s1 = cudaStreamPerThread;
+  const cudaStream_t s2 = cudaStreamLegacy;
   {
     cugraphs::StreamGuard g1(s1);
     CHECK(cugraphs::current_stream() == s1);
@@ -204,4 +207,20 @@ TEST_CASE("DeviceSpan converts to std::span of the same element type (its range 
   // A view: a temporary DeviceSpan converts too (borrowed range).
   const std::span<float> from_temporary = cugraphs::DeviceSpan<float>(values, 2);
   CHECK(from_temporary.size() == 2);
+}
+
+TEST_CASE("Condition::set's value: a bool as 0 or 1, an integer as it is where 32 bits hold it, a wider one that "
+          "does not fit as the largest (never its low bits, which could read as false)",
+          "[conditional]") {
+  using cugraphs::detail::condition_value;
+  enum class Case : long long { first = 0, far = 1LL << 40 };
+  static_assert(condition_value(true) == 1u && condition_value(false) == 0u);
+  static_assert(condition_value(7) == 7u && condition_value(std::uint16_t{9}) == 9u);
+  static_assert(condition_value(-1) == 0xFFFFFFFFu);  // 32 bits: wraps, nonzero as before
+  static_assert(condition_value(std::uint64_t{3}) == 3u);
+  static_assert(condition_value(std::uint64_t{1} << 32) == 0xFFFFFFFFu);  // truncated, it read as 0
+  static_assert(condition_value(std::int64_t{-(1LL << 32)}) == 0xFFFFFFFFu);
+  static_assert(condition_value(std::size_t{0xFFFFFFFFu}) == 0xFFFFFFFFu);
+  static_assert(condition_value(Case::first) == 0u && condition_value(Case::far) == 0xFFFFFFFFu);
+  CHECK(condition_value(std::uint64_t{1} << 40) != 0u);
 }

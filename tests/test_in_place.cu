@@ -115,11 +115,30 @@ struct DriverLaunches {
 };
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
-// f that reads its input from a kernel inside a child graph (built by hand and added to the
-// capture), `pad` through addresses just outside it; eager, the kernel is launched directly.
+// Launches kernel `k` on `s`, or, while `s` captures, adds it to the capture inside a child
+// graph built by hand.
+void launch_in_child(const cudaKernelNodeParams& k, cudaStream_t s) {
+  cudaStreamCaptureStatus status{};
+  cugraphs::check(cudaStreamIsCapturing(s, &status), "cudaStreamIsCapturing");
+  if (status != cudaStreamCaptureStatusActive) {
+    cugraphs::check(cudaLaunchKernel(k.func, k.gridDim, k.blockDim, k.kernelParams, 0, s), "cudaLaunchKernel");
+    return;
+  }
+  cudaGraph_t child = nullptr;
+  cugraphs::check(cudaGraphCreate(&child, 0), "cudaGraphCreate");
+  cudaGraphNode_t node = nullptr;
+  cugraphs::check(cudaGraphAddKernelNode(&node, child, nullptr, 0, &k), "cudaGraphAddKernelNode");
+  cudaGraphNodeParams p{};
+  p.type = cudaGraphNodeTypeGraph;
+  p.graph.graph = child;
+  (void)cugraphs::detail::add_node_to_capture(s, cugraphs::detail::capture_info(s, "test"), p, "test");
+  cugraphs::check(cudaGraphDestroy(child), "cudaGraphDestroy");  // the node holds its own copy
+}
+
+// f that reads its input from a kernel inside a child graph, `pad` through addresses just
+// outside it.
 auto reads_in_child(bool pad) {
   return [pad](In a) {
-    const cudaStream_t s = cugraphs::current_stream();
     DeviceBuffer<float> out(a.size());
     float* o = out.data();
     const float* src = a.data();
@@ -134,21 +153,7 @@ auto reads_in_child(bool pad) {
     k.gridDim = dim3(static_cast<unsigned>(blocks_for(n)));
     k.blockDim = dim3(static_cast<unsigned>(kThreads));
     k.kernelParams = pad ? pad_params : copy_params;
-    cudaStreamCaptureStatus status{};
-    cugraphs::check(cudaStreamIsCapturing(s, &status), "cudaStreamIsCapturing");
-    if (status != cudaStreamCaptureStatusActive) {
-      cugraphs::check(cudaLaunchKernel(k.func, k.gridDim, k.blockDim, k.kernelParams, 0, s), "cudaLaunchKernel");
-      return out;
-    }
-    cudaGraph_t child = nullptr;
-    cugraphs::check(cudaGraphCreate(&child, 0), "cudaGraphCreate");
-    cudaGraphNode_t node = nullptr;
-    cugraphs::check(cudaGraphAddKernelNode(&node, child, nullptr, 0, &k), "cudaGraphAddKernelNode");
-    cudaGraphNodeParams p{};
-    p.type = cudaGraphNodeTypeGraph;
-    p.graph.graph = child;
-    (void)cugraphs::detail::add_node_to_capture(s, cugraphs::detail::capture_info(s, "test"), p, "test");
-    cugraphs::check(cudaGraphDestroy(child), "cudaGraphDestroy");  // the node holds its own copy
+    launch_in_child(k, cugraphs::current_stream());
     return out;
   };
 }
@@ -401,6 +406,30 @@ TEST_CASE("InPlace: a graph that reaches a static input other than through its k
     CHECK(contains(bindless.what(), "copies a texture object over static input leaf 0 from host memory"));
     cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   }
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+  // The same texture read by a kernel inside a child graph gets the same reason (nested
+  // kernels were refused with a generic one before).
+  {
+    auto texture_in_child = [&textures](In a) {
+      DeviceBuffer<float> out(a.size());
+      float* o = out.data();
+      cudaTextureObject_t t = textures.over(a);
+      std::size_t n = a.size();
+      void* params[] = {&o, &t, &n};
+      cudaKernelNodeParams k{};
+      k.func = reinterpret_cast<void*>(fetch_twice);
+      k.gridDim = dim3(static_cast<unsigned>(blocks_for(n)));
+      k.blockDim = dim3(static_cast<unsigned>(kThreads));
+      k.kernelParams = params;
+      launch_in_child(k, cugraphs::current_stream());
+      return out;
+    };
+    const auto nested =
+        expect_error([&] { (void)cugraphs::make_graphed_callable(in_place(), texture_in_child, In(sa)); });
+    CHECK(contains(nested.what(), "inside a conditional body or a child graph"));
+    CHECK(contains(nested.what(), "takes a texture object over static input leaf 0"));
+  }
+#endif
   {
     auto copying = cugraphs::make_graphed_callable(reads_texture, In(sa));  // Copy
     const DeviceBuffer<float> x = filled(kN, 10);

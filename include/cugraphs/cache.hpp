@@ -48,7 +48,10 @@ struct GraphCacheOptions {
   /// in-place update (Graph::update) where the topology allows, instead of instantiating.
   bool update_in_place = true;
   /// Eager calls of the callable before a bucket's first capture (lazy initialisation of
-  /// libraries, as for graphed callables).
+  /// libraries, as for graphed callables), queued after the work on the call's stream and
+  /// waited for. The call that captures a bucket runs f this many times more than its replay:
+  /// an f with effects beyond its outputs (a counter, a cache it appends to) sees them again;
+  /// set 0, or capture_all, for such an f.
   int warmup_iters = 1;
   std::optional<PoolHandle> pool;  ///< none: a fresh pool
   CaptureMode mode = CaptureMode::Global;
@@ -124,7 +127,7 @@ public:
     warmed_.assign(buckets_.size(), false);
     known_bytes_.assign(buckets_.size(), std::nullopt);
     if (opts.capture_all)
-      for (std::size_t b = buckets_.size(); b-- > 0;) (void)admit(b);
+      for (std::size_t b = buckets_.size(); b-- > 0;) (void)admit(b, current_stream());
   }
 
   GraphCache(GraphCache&&) noexcept = default;
@@ -194,7 +197,7 @@ private:
     if (entry != nullptr) {
       ++stats_.hits;
     } else {
-      entry = &admit(b);
+      entry = &admit(b, stream);
     }
     ++stats_.calls;
     entry->last_use = ++tick_;
@@ -204,14 +207,18 @@ private:
 
   // Captures bucket `b` and caches its graph, evicting as the limits require: before the
   // capture where its size is known from an earlier capture (so that it can use the memory
-  // freed), after it otherwise. The last graph evicted lends it its executable.
-  Entry& admit(std::size_t b) {
+  // freed), after it otherwise. The last graph evicted lends it its executable. The warm-up
+  // runs f eagerly after the work queued on `stream` (the call's: its inputs may be on their
+  // way there), and the call's replay after the warm-up.
+  Entry& admit(std::size_t b, cudaStream_t stream) {
     const Key& bucket = buckets_[b];
     if (known_bytes_[b] && *known_bytes_[b] > opts_.byte_budget) too_large(b, *known_bytes_[b]);
     std::optional<Graph> victim;
     make_room(known_bytes_[b].value_or(0), victim);
-    if (!warmed_[b] && opts_.warmup_iters > 0)
+    if (!warmed_[b] && opts_.warmup_iters > 0) {
+      detail::wait_for_stream(capture_stream(), stream, kOp);
       detail::warm_up(kOp, capture_stream(), opts_.warmup_iters, [&, this] { return f_(bucket); });
+    }
     warmed_[b] = true;
 
     auto entry = std::make_unique<Entry>();

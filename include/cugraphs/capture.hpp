@@ -125,10 +125,14 @@ public:
   /// the others as they run now (captured, or as set since): for per-step scalars such as
   /// an optimizer's bias corrections, `graph.set_kernel_arg<10, 11>(node, bc1, bc2)` before
   /// each replay. Launches already queued keep what they had. Each value must convert to its
-  /// parameter without narrowing (a float for a size_t parameter is a compile error).
+  /// parameter without narrowing (a float for a size_t parameter is a compile error). A node
+  /// taken in a capture that update() has replaced since is an Error: the arguments it keeps
+  /// are that capture's, which would come back (take the node again in the capture applied).
   template <std::size_t... I, class... P, class... V>
     requires(sizeof...(I) > 0)
   void set_kernel_arg(const KernelNode<P...>& node, const V&... values) {
+    if (!node.empty() && !runs_capture(node.capture_) && holds_capture(node.capture_)) [[unlikely]]
+      replaced_node(node.capture_, "Graph::set_kernel_arg");
     apply_kernel_args(node, detail::some_kernel_args<I...>(node, values...), "Graph::set_kernel_arg");
   }
 
@@ -224,6 +228,9 @@ private:
   void set_kernel_params(std::uint64_t capture, std::size_t index, cudaGraphNode_t node,
                          const cudaKernelNodeParams& p, std::string_view op);
   [[nodiscard]] bool holds_capture(std::uint64_t capture) const noexcept;
+  // Whether `capture` is the one the executable runs now (the last applied).
+  [[nodiscard]] bool runs_capture(std::uint64_t capture) const noexcept;
+  [[noreturn]] void replaced_node(std::uint64_t capture, std::string_view op) const;
   // The options of a capture for update(fn): as this graph's own capture was made.
   [[nodiscard]] CaptureOptions recapture_options(std::string_view op) const;
 

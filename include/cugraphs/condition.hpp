@@ -9,6 +9,27 @@
 
 namespace cugraphs {
 
+namespace detail {
+// The 32-bit value Condition::set gives CUDA for `value`: a bool as 0 or 1, an enumeration
+// as its underlying value, an integer as it is where it fits; a wider one that does not fit
+// (a 64-bit count of 2^32 bytes left, a mask's high bit) as the largest value, never its low
+// bits, which could read as 0 (false, or case 0). Narrower negative values wrap, nonzero.
+template <class T>
+[[nodiscard]] CUGRAPHS_HOST_DEVICE constexpr unsigned condition_value(T value) noexcept {
+  if constexpr (std::is_same_v<T, bool>) {
+    return value ? 1u : 0u;
+  } else if constexpr (std::is_enum_v<T>) {
+    return condition_value(static_cast<std::underlying_type_t<T>>(value));
+  } else if constexpr (sizeof(T) <= sizeof(unsigned)) {
+    return static_cast<unsigned>(value);
+  } else {
+    if constexpr (std::is_signed_v<T>)
+      if (value < 0) return 0xFFFFFFFFu;
+    return static_cast<unsigned long long>(value) > 0xFFFFFFFFull ? 0xFFFFFFFFu : static_cast<unsigned>(value);
+  }
+}
+}  // namespace detail
+
 /// A conditional node's condition, passed to kernels by value; device code calls set().
 /// Made by a ConditionalScope opened with SetByKernels (ConditionalScope::condition()), or
 /// before its node by CaptureScope::make_condition() and handed to the ConditionalScope
@@ -25,15 +46,13 @@ public:
 #  if defined(__CUDACC__)
   /// Sets the condition: for If, While and IfElse whether the body (the then-body) runs (a
   /// While: whether another iteration runs after this one), for a Switch the case to run.
-  /// Takes bool and any integral or enumeration value.
+  /// Takes bool and any integral or enumeration value; a 64-bit value too large for the
+  /// condition's 32 bits counts as the largest (true; for a Switch, no case), never as its
+  /// low bits.
   template <class T>
     requires(std::is_integral_v<T> || std::is_enum_v<T>)
   __device__ void set(T value) const {
-    if constexpr (std::is_same_v<T, bool>) {
-      cudaGraphSetConditional(handle_, value ? 1u : 0u);
-    } else {
-      cudaGraphSetConditional(handle_, static_cast<unsigned>(value));
-    }
+    cudaGraphSetConditional(handle_, detail::condition_value(value));
   }
   template <class T>
     requires(!std::is_integral_v<T> && !std::is_enum_v<T>)

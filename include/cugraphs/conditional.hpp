@@ -132,7 +132,8 @@ public:
     if (!f.set_by_kernels)
       detail::throw_misuse(op(), "this scope's condition is set from its flag before the node{}, which would "
                                  "overwrite a kernel's set(); open the scope with SetByKernels{{}} to set the "
-                                 "condition from kernels",
+                                 "condition from kernels in a While's body, or with a Condition from "
+                                 "CaptureScope::make_condition() for a kernel that decides before the node",
                            kind == detail::ConditionalKind::While ? " and at the end of every iteration" : "");
     return Condition(f.handle);
   }

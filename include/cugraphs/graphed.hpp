@@ -36,6 +36,11 @@ struct GraphedOptions {
   /// Whether calls copy their inputs onto the static inputs (Copy) or f's kernels read them
   /// where they are (InPlace: no copy, a call as fast as f's graph; see InputMode).
   InputMode inputs = InputMode::Copy;
+  /// Whether f may leave an input unread. By default a capture in which no node reaches some
+  /// input (its address in no kernel's arguments, no copy of it) is an Error: the usual cause
+  /// is f's work launched on a stream other than current_stream(), which runs once while f is
+  /// captured and never in a call. Set it for an f that ignores an input on purpose.
+  bool allow_unused_input = false;
 };
 
 namespace detail {
@@ -200,13 +205,17 @@ public:
         targets[i] = {const_cast<void*>(static_cast<const void*>(leaf.data())), leaf.size_bytes()};
         static_ptrs_[i] = leaf.data();
         static_sizes_[i] = leaf.size();
+        static_bytes_[i] = leaf.size_bytes();
+        const auto at = reinterpret_cast<std::uintptr_t>(leaf.data());
+        static_hull_ = {std::min(static_hull_.first, at), std::max(static_hull_.second, at + leaf.size_bytes())};
         max_bytes = std::max(max_bytes, leaf.size_bytes());
       };
       next = 0;
       std::apply([&, this](const auto&... statics) { (detail::visit_leaves(statics, next, record), ...); }, *static_inputs_);
       // Each call hands the graph its input addresses (as the copy's arguments, or through
       // the ring's head); this copy, captured before f, moves them onto the static inputs.
-      const auto staging = detail::stage_in_capture(std::span<const detail::StageTarget>(targets), in_place_, op);
+      const auto staging = detail::stage_in_capture(std::span<const detail::StageTarget>(targets), in_place_,
+                                                    !opts.allow_unused_input, op);
       args_ = {targets_.data(), staging.sources, staging.control, static_cast<unsigned>(input_leaves),
                static_cast<unsigned>(std::clamp<std::size_t>(max_bytes / (256 * 16 * 4), 1, 64)), {}};
       if constexpr (input_leaves > 0) detail::launch_stage(args_, scope.stream(), op);
@@ -235,7 +244,8 @@ public:
   GraphedCallable(GraphedCallable&& o) noexcept
       : f_(std::move(o.f_)), owners_(std::move(o.owners_)), targets_(std::move(o.targets_)),
         graph_(std::move(o.graph_)), static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
-        static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), args_(o.args_), copies_(o.copies_),
+        static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), static_bytes_(o.static_bytes_),
+        static_hull_(o.static_hull_), args_(o.args_), copies_(o.copies_),
         calls_(o.calls_), checked_pool_(std::move(o.checked_pool_)), names_(o.names_), in_place_(o.in_place_) {}
   GraphedCallable& operator=(GraphedCallable&&) = delete;
   GraphedCallable(const GraphedCallable&) = delete;
@@ -288,6 +298,9 @@ public:
       };
       [[maybe_unused]] std::size_t next = 0;  // unused without inputs
       (detail::visit_leaves(inputs, next, stage_leaf), ...);
+      if (copies > 1 && !in_place_)
+        detail::check_staged_overlap(slot.first(input_leaves), static_ptrs_, static_bytes_, static_hull_, op,
+                                     names_.leaf);
     }, op);
     ++calls_;
     copies_ += copies - in_place;
@@ -373,6 +386,9 @@ private:
   std::optional<Outputs> outputs_;
   std::array<const void*, input_leaves> static_ptrs_{};
   std::array<std::size_t, input_leaves> static_sizes_{};
+  std::array<std::size_t, input_leaves> static_bytes_{};
+  // The bytes every static input lies in (first, one past the last).
+  std::pair<std::uintptr_t, std::uintptr_t> static_hull_{~std::uintptr_t{0}, 0};
   detail::StageArgs args_{};
   std::uint64_t copies_ = 0;
   std::uint64_t calls_ = 0;

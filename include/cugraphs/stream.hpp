@@ -83,6 +83,16 @@ inline thread_local std::vector<StreamListenerEntry> tls_stream_listeners;
 
 // Every change of the current stream goes through here, so listeners see each one.
 void set_current_stream(cudaStream_t stream) noexcept;
+
+// Where `from` is capturing and `to` is a stream of the program's that is not (neither the
+// legacy nor the per-thread default stream), makes `to` wait for `from` in the capture, so
+// that what is launched on `to` from here on is captured into the same graph after `from`'s
+// work; returns the event for join_capture. Otherwise does nothing and returns null. Throws
+// an Error where CUDA refuses the fork.
+[[nodiscard]] cudaEvent_t fork_into_capture(cudaStream_t from, cudaStream_t to);
+// Makes `from` wait for what `to` captured since fork_into_capture, where both still capture
+// (an unjoined stream fails the capture's end loudly otherwise), and destroys `event`.
+void join_capture(cudaEvent_t event, cudaStream_t from, cudaStream_t to) noexcept;
 }  // namespace detail
 
 /// This thread's current stream: where Graph::replay() and GraphedCallable launch by
@@ -91,17 +101,30 @@ void set_current_stream(cudaStream_t stream) noexcept;
 [[nodiscard]] inline cudaStream_t current_stream() noexcept { return detail::tls_current_stream; }
 
 /// Makes `stream` this thread's current stream for a scope, then restores the previous one.
+///
+/// Inside a capture (the current stream captures) a stream that does not capture is forked
+/// into it: `stream` waits for the current stream, so the work launched on it under the guard
+/// is captured into the same graph, after what came before; when the guard ends the current
+/// stream waits for it again. Without the fork that work would run once, while the graph is
+/// captured, and never in a replay (an engine's subsystem that switches to its own stream).
 class StreamGuard {
 public:
-  explicit StreamGuard(cudaStream_t stream) noexcept : previous_(detail::tls_current_stream) {
+  explicit StreamGuard(cudaStream_t stream)
+      : previous_(detail::tls_current_stream), stream_(stream),
+        fork_(detail::fork_into_capture(previous_, stream)) {
     detail::set_current_stream(stream);
   }
-  ~StreamGuard() { detail::set_current_stream(previous_); }
+  ~StreamGuard() {
+    detail::set_current_stream(previous_);
+    if (fork_ != nullptr) detail::join_capture(fork_, previous_, stream_);
+  }
   StreamGuard(const StreamGuard&) = delete;
   StreamGuard& operator=(const StreamGuard&) = delete;
 
 private:
   cudaStream_t previous_;
+  cudaStream_t stream_;
+  cudaEvent_t fork_;  // null: nothing forked
 };
 
 /// While it lives, calls `fn(context, stream)` on the thread that made it each time cugraphs

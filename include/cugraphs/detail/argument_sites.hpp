@@ -89,6 +89,18 @@ public:
   [[nodiscard]] std::optional<std::string> find(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
                                                 std::string_view op);
 
+  // The first static input leaf that no node of `g` reaches (at any depth, the staging copy
+  // aside): no kernel argument word (runtime's or driver's; nor a texture or parameter block
+  // it names) lies in it or its pads, no copy or memset touches it, no copy from pinned host
+  // memory carries its address, no NCCL collective of `collectives` spans it (a word counts
+  // from kBaseSlack bytes before the input to one past its end). f's work on
+  // another stream than the capture's (a library handle bound to a stream of its own) leaves
+  // the inputs it reads so. None when every leaf is reached, or when some node cannot be read
+  // (which leaves it reaches cannot be told). Capture time only: changes nothing.
+  static constexpr std::uintptr_t kBaseSlack = 16;  // a one-based base of up to 16-byte elements
+  [[nodiscard]] std::optional<unsigned> unread_leaf(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
+                                                    std::span<const Range> collectives, std::string_view op) const;
+
   // How many kernel nodes each launch sets.
   [[nodiscard]] std::size_t nodes() const noexcept { return patched_.size(); }
 
@@ -256,9 +268,10 @@ private:
   // The first static input that a block some word of `bytes` (at 8-byte steps) points to holds
   // the address of (table_leaf).
   [[nodiscard]] std::optional<unsigned> table_in(std::span<const std::byte> bytes) const noexcept;
-  // Whether `p` is plain pageable host memory (not the graph's own memory, which may not be
-  // backed yet).
-  [[nodiscard]] bool plain_pageable(const void* p) const noexcept;
+  // How a kernel argument of `bytes` reaches a static input some way that no call can rebind
+  // (texture_leaf, then table_in), in words that follow the node's name; none otherwise. Top
+  // level and nested kernels alike.
+  [[nodiscard]] std::optional<std::string> hidden_reach(std::span<const std::byte> bytes) const;
   // The first static input that [p, p + bytes) overlaps.
   [[nodiscard]] std::optional<unsigned> leaf_overlapped(const void* p, std::size_t bytes) const noexcept;
 

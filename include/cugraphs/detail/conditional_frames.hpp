@@ -37,6 +37,8 @@ struct ConditionalFrame {
   cudaStream_t parent = nullptr;        // the stream capturing the graph that holds the node
   cudaStream_t stream = nullptr;        // the stream capturing the active body
   cudaGraphNode_t node = nullptr;       // the conditional node: the parent's only dependency while open
+  cudaGraph_t parent_graph = nullptr;   // the graph that holds the node
+  std::size_t parent_nodes = 0;         // its node count once the node was added: unchanged while open
   const void* refresh = nullptr;        // While: flag re-read at the end of each iteration
 };
 

@@ -47,6 +47,7 @@ public:
   [[nodiscard]] cudaGraph_t graph() const noexcept { return graph_ ? graph_->graph : nullptr; }
   [[nodiscard]] cudaGraphExec_t exec() const noexcept { return exec_; }
   // Whether a node taken in capture `capture` names a node of this executable.
+  [[nodiscard]] bool runs(std::uint64_t capture) const noexcept { return capture != 0 && capture == current_capture_; }
   [[nodiscard]] bool holds(std::uint64_t capture) const noexcept {
     return capture != 0 && (capture == current_capture_ || capture == instantiated_capture_);
   }

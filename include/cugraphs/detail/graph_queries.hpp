@@ -99,6 +99,12 @@ struct ConditionalMade {
   std::vector<cudaGraph_t> bodies;
 };
 
+// Whether `p` is plain pageable host memory (CUDA knows it as unregistered) outside every
+// range of `excluded` (a graph's own allocations, not backed yet when a capture has just
+// ended, say the same). A query in relaxed capture mode that leaves no error behind.
+[[nodiscard]] bool plain_pageable(const void* p,
+                                  std::span<const std::pair<std::uintptr_t, std::size_t>> excluded) noexcept;
+
 // The first copy in `g` (or in a child graph or a conditional body of `conditionals`, at
 // any depth) that reads or writes plain pageable host memory, described; none when there is
 // none. Addresses a memory-allocation node of `g` hands out count as device memory (they are

@@ -100,8 +100,10 @@ public:
   [[nodiscard]] Draw draw(const std::shared_ptr<GeneratorState>& g, std::uint64_t reserved, std::string_view op);
 
   // Readies staging of one input address per static input per launch (once per graph);
-  // `in_place`: InputMode::InPlace (argument_sites.hpp).
-  [[nodiscard]] Staging stage(std::span<const StageTarget> statics, bool in_place, std::string_view op);
+  // `in_place`: InputMode::InPlace (argument_sites.hpp); `unread_is_error`: the capture's end
+  // refuses a graph that reaches some static input nowhere (ArgumentSites::unread_leaf).
+  [[nodiscard]] Staging stage(std::span<const StageTarget> statics, bool in_place, bool unread_is_error,
+                              std::string_view op);
   // Inputs read in place: memory (address, bytes) where an input is copied rather than read
   // in place (a graphed callable's outputs), beside the pool's and the graph's allocations.
   void shield(std::span<const ArgumentSites::Range> ranges) { shield_.insert(shield_.end(), ranges.begin(), ranges.end()); }
@@ -279,6 +281,7 @@ private:
   unsigned leaves_ = 0;
   std::vector<StageTarget> statics_;  // the static inputs
   bool in_place_ = false;             // InputMode::InPlace
+  bool unread_is_error_ = false;      // a static input no node reaches fails the capture
   // In place: where inputs are copied (shield(), the pool's segments, the graph's allocations).
   std::vector<ArgumentSites::Range> shield_;
   bool capturing_ = true;

@@ -117,9 +117,10 @@ struct StagingWords {
   const void* const* sources;
 };
 // Readies staging onto `statics` (one input address per static input per launch) in the
-// innermost capture; `in_place`: InputMode::InPlace.
+// innermost capture; `in_place`: InputMode::InPlace; `unread_is_error`: a graph that reaches
+// some static input nowhere fails the capture's end (LaunchRing::stage).
 [[nodiscard]] CUGRAPHS_INLINE StagingWords stage_in_capture(std::span<const StageTarget> statics, bool in_place,
-                                                           std::string_view op);
+                                                           bool unread_is_error, std::string_view op);
 // Inputs read in place: where (address, bytes) the innermost capture's staging copies an
 // input rather than reading it in place (a graphed callable's outputs).
 CUGRAPHS_INLINE void shield_in_capture(std::span<const std::pair<std::uintptr_t, std::size_t>> ranges,

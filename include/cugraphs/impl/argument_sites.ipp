@@ -43,18 +43,9 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
     n.function = function;
     find_sites(n);
     if (rec_.in_place && !unbound && !n.stage)
-      for (const auto& q : n.args.params()) {
-        const std::span<const std::byte> bytes{n.args.bytes() + q.offset, q.size};
-        if (const auto leaf = texture_leaf(bytes); leaf && !unbound)
-          unbound = format("node {} ({}) takes a texture object over static input leaf {}, which holds the address "
-                           "it was made with (no call can rebind it)",
-                           i, describe_node(nodes[i]), *leaf);
-        if (const auto leaf = table_in(bytes); leaf && !unbound)
-          unbound = format("node {} ({}) takes the address of pinned host or managed memory that holds the address "
-                           "of static input leaf {} (a table written on the host while f was captured, which no "
-                           "call can rebind; hand the input to the kernel as an argument)",
-                           i, describe_node(nodes[i]), *leaf);
-      }
+      for (const auto& q : n.args.params())
+        if (auto why = hidden_reach({n.args.bytes() + q.offset, q.size}); why && !unbound)
+          unbound = format("node {} ({}) {}", i, describe_node(nodes[i]), *why);
     if (n.draws.empty() && !n.stage && n.leaves.empty()) continue;
     for (const auto& site : n.draws)
       for (std::size_t d = 0; d < rec_.draws.size(); ++d)
@@ -74,6 +65,126 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::find(cudaGraph_t g,
     return std::string("the staging copy's arguments were not found in the graph");
   if (unbound) return *unbound;
   patched_ = std::move(found);
+  return std::nullopt;
+}
+
+CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::unread_leaf(cudaGraph_t g,
+    const std::vector<ConditionalMade>& conditionals, std::span<const Range> collectives, std::string_view op) const {
+  RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
+  std::vector<bool> read(rec_.statics.size());
+  for (std::size_t i = 0; i < read.size(); ++i) read[i] = rec_.statics[i].bytes == 0;
+  const auto all_read = [&] { return std::ranges::all_of(read, [](bool r) { return r; }); };
+  // A copy or memset reaches the bytes it spans; an argument word the input's bytes, one past
+  // its end, or a one-based base just before it (not the read-in-place pads: in a pool the
+  // next buffer may start within them).
+  const auto mark_range = [&, this](const void* p, std::size_t bytes) {
+    const auto a = reinterpret_cast<std::uintptr_t>(p);
+    for (std::size_t i = 0; i < read.size(); ++i) {
+      const auto base = reinterpret_cast<std::uintptr_t>(rec_.statics[i].dst);
+      if (p != nullptr && a < base + rec_.statics[i].bytes && base < a + std::max<std::size_t>(bytes, 1)) read[i] = true;
+    }
+  };
+  const auto mark_words = [&, this](std::span<const std::byte> bytes) {
+    for (std::size_t at = 0; at + 8 <= bytes.size(); at += 8) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, bytes.data() + at, sizeof w);
+      for (std::size_t i = 0; i < read.size(); ++i) {
+        const auto base = reinterpret_cast<std::uintptr_t>(rec_.statics[i].dst);
+        if (w + kBaseSlack >= base && w <= base + rec_.statics[i].bytes) read[i] = true;
+      }
+    }
+  };
+  for (const auto& [at, bytes] : collectives) mark_range(reinterpret_cast<const void*>(at), bytes);
+  // Twice at most: the words alone, then (for leaves still unread) what they name, which
+  // costs a query a word.
+  bool known = true;
+  for (const bool deep : {false, true}) {
+    if (all_read()) return std::nullopt;
+    const auto walk = [&, this](const auto& self, cudaGraph_t graph) -> void {
+      for (cudaGraphNode_t n : graph_nodes(graph, op)) {
+        cudaGraphNodeType t{};
+        if (!known || cudaGraphNodeGetType(n, &t) != cudaSuccess) {
+          known = false;
+          return;
+        }
+        if (t == cudaGraphNodeTypeKernel) {
+          const auto args = KernelArgs::read(n);
+          const auto blobs = args ? std::nullopt : driver_kernel_args(n);
+          if (!args && !blobs) {
+            known = false;
+            return;
+          }
+          std::vector<std::span<const std::byte>> params;
+          if (args)
+            for (const auto& q : args->params()) params.emplace_back(args->bytes() + q.offset, q.size);
+          else
+            params.assign(blobs->begin(), blobs->end());
+          const bool stage = std::ranges::any_of(params, [&, this](std::span<const std::byte> b) {
+            StageArgs a;
+            if (b.size() != sizeof a) return false;
+            std::memcpy(&a, b.data(), sizeof a);
+            return a.sources == rec_.sources;
+          });
+          if (stage) continue;
+          for (const auto bytes : params) {
+            mark_words(bytes);
+            if (deep) {
+              if (const auto leaf = texture_leaf(bytes)) read[*leaf] = true;
+              if (const auto leaf = table_in(bytes)) read[*leaf] = true;
+            }
+          }
+        } else if (t == cudaGraphNodeTypeMemcpy) {
+          cudaMemcpy3DParms p{};
+          if (cudaGraphMemcpyNodeGetParams(n, &p) != cudaSuccess) {
+            known = false;
+            return;
+          }
+          if (p.srcArray == nullptr) mark_range(p.srcPtr.ptr, copy_extent(p, p.srcPtr, p.srcPos));
+          if (p.dstArray == nullptr) mark_range(p.dstPtr.ptr, copy_extent(p, p.dstPtr, p.dstPos));
+          if (deep && p.srcArray == nullptr) {
+            // Host memory's words as the host holds them now (a table of addresses, a bindless
+            // table of textures); memory that cannot be searched may hold an address.
+            if (const auto host = host_source(p); host && host->searched) {
+              mark_words(host->words);
+              if (host->words.size() <= kTableSearched)
+                if (const auto leaf = texture_leaf(host->words)) read[*leaf] = true;
+            } else if (host || plain_pageable(p.srcPtr.ptr, {})) {
+              known = false;
+              return;
+            }
+          }
+        } else if (t == cudaGraphNodeTypeMemset) {
+          cudaMemsetParams p{};
+          if (cudaGraphMemsetNodeGetParams(n, &p) != cudaSuccess) {
+            known = false;
+            return;
+          }
+          mark_range(p.dst, std::max(p.pitch, p.width * p.elementSize) * std::max<std::size_t>(p.height, 1));
+        } else if (cudaGraph_t child = nullptr; t == cudaGraphNodeTypeGraph) {
+          if (cudaGraphChildGraphNodeGetGraph(n, &child) != cudaSuccess) {
+            known = false;
+            return;
+          }
+          self(self, child);
+        }
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+        else if (t == cudaGraphNodeTypeConditional) {
+          const auto made = std::ranges::find(conditionals, n, &ConditionalMade::node);
+          if (made == conditionals.end()) {
+            known = false;
+            return;
+          }
+          for (cudaGraph_t body : made->bodies) self(self, body);
+        }
+#endif
+      }
+    };
+    walk(walk, g);
+    (void)cudaGetLastError();
+    if (!known) return std::nullopt;
+  }
+  for (std::size_t i = 0; i < read.size(); ++i)
+    if (!read[i]) return static_cast<unsigned>(i);
   return std::nullopt;
 }
 
@@ -221,17 +332,17 @@ CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::table_in(std::span<const 
   return std::nullopt;
 }
 
-CUGRAPHS_INLINE bool ArgumentSites::plain_pageable(const void* p) const noexcept {
-  if (p == nullptr) return false;
-  cudaPointerAttributes a{};
-  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return false;
-  }
-  // The graph's own allocations and pool segments may not be backed yet, and say so.
-  const auto at = reinterpret_cast<std::uintptr_t>(p);
-  return a.type == cudaMemoryTypeUnregistered &&
-         std::ranges::none_of(rec_.shield, [at](const Range& r) { return at >= r.first && at - r.first < r.second; });
+CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::hidden_reach(std::span<const std::byte> bytes) const {
+  if (const auto leaf = texture_leaf(bytes))
+    return format("takes a texture object over static input leaf {}, which holds the address it was made with (no "
+                  "call can rebind it)",
+                  *leaf);
+  if (const auto leaf = table_in(bytes))
+    return format("takes the address of pinned host or managed memory that holds the address of static input leaf {} "
+                  "(a table written on the host while f was captured, which no call can rebind; hand the input to "
+                  "the kernel as an argument)",
+                  *leaf);
+  return std::nullopt;
 }
 
 CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::leaf_overlapped(const void* p, std::size_t bytes) const noexcept {
@@ -252,31 +363,27 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
   const auto names = [](unsigned leaf) { return format("static input leaf {}", leaf); };
   switch (t) {
     case cudaGraphNodeTypeKernel: {
-      std::optional<unsigned> leaf;
-      if (const auto args = KernelArgs::read(node)) {
-        for (const auto& q : args->params())
-          if (!leaf) leaf = leaf_in({args->bytes() + q.offset, q.size});
-        for (const auto& q : args->params())
-          if (!leaf) leaf = texture_leaf({args->bytes() + q.offset, q.size});
-        for (const auto& q : args->params())
-          if (!leaf) leaf = table_in({args->bytes() + q.offset, q.size});
-      } else if (const auto blobs = driver_kernel_args(node)) {
-        for (const auto& b : *blobs)
-          if (!leaf) leaf = leaf_in(b);
-        for (const auto& b : *blobs)
-          if (!leaf) leaf = texture_leaf(b);
-        for (const auto& b : *blobs)
-          if (!leaf) leaf = table_in(b);
-        if (leaf)
-          return format("{} ({}) takes the address of {} among the arguments of a kernel this runtime cannot set "
-                        "(launched through the driver API, by a library such as cuBLAS)",
-                        where, describe_node(node), names(*leaf));
-      } else {
+      // Its arguments, as the runtime lays them out or, for a kernel launched through the
+      // driver API (by a library such as cuBLAS), as the driver does.
+      const auto args = KernelArgs::read(node);
+      const auto blobs = args ? std::nullopt : driver_kernel_args(node);
+      if (!args && !blobs)
         return format("{} ({}) is a kernel whose arguments CUDA cannot read (they might hold a static input's "
                       "address)", where, describe_node(node));
-      }
-      if (leaf) return format("{} ({}) takes the address of {}, and nodes there cannot be set at each call",
-                              where, describe_node(node), names(*leaf));
+      std::vector<std::span<const std::byte>> params;
+      if (args)
+        for (const auto& q : args->params()) params.emplace_back(args->bytes() + q.offset, q.size);
+      else
+        params.assign(blobs->begin(), blobs->end());
+      for (const auto bytes : params)
+        if (const auto leaf = leaf_in(bytes))
+          return args ? format("{} ({}) takes the address of {}, and nodes there cannot be set at each call", where,
+                               describe_node(node), names(*leaf))
+                      : format("{} ({}) takes the address of {} among the arguments of a kernel this runtime cannot "
+                               "set (launched through the driver API, by a library such as cuBLAS)",
+                               where, describe_node(node), names(*leaf));
+      for (const auto bytes : params)
+        if (auto why = hidden_reach(bytes)) return format("{} ({}) {}", where, describe_node(node), *why);
       return std::nullopt;
     }
     case cudaGraphNodeTypeMemcpy: {
@@ -289,7 +396,7 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
         if (const auto leaf = leaf_overlapped(p.dstPtr.ptr, copy_extent(p, p.dstPtr, p.dstPos)))
           return format("{} is a copy that writes {}", where, names(*leaf));
       const bool from_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyDeviceToHost;
-      if (from_host && p.srcArray == nullptr && plain_pageable(p.srcPtr.ptr))
+      if (from_host && p.srcArray == nullptr && plain_pageable(p.srcPtr.ptr, rec_.shield))
         return format("{} copies {} bytes from plain pageable host memory (host address {}), which cugraphs cannot "
                       "search for a static input's address (a table of them there would keep the static inputs'); "
                       "copy from pinned memory",

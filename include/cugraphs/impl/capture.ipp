@@ -44,6 +44,17 @@ CUGRAPHS_INLINE PerLaunch Graph::per_launch() const noexcept { return view().exe
 CUGRAPHS_INLINE cudaStream_t Graph::stream() const noexcept { return is_capturing() ? capture_->now() : nullptr; }
 CUGRAPHS_INLINE bool Graph::holds_capture(std::uint64_t capture) const noexcept { return view().exec.holds(capture); }
 
+CUGRAPHS_INLINE bool Graph::runs_capture(std::uint64_t capture) const noexcept { return view().exec.runs(capture); }
+
+CUGRAPHS_INLINE void Graph::replaced_node(std::uint64_t capture, std::string_view op) const {
+  detail::throw_misuse(op, "the KernelNode was taken in capture {}, which update() has replaced since (this graph "
+                           "runs a later capture): the arguments it keeps are that capture's, and setting some of "
+                           "them would bring the others back (the old capture's buffers, released since). Take the "
+                           "node with captured_kernel_node() in the function you capture and update with, so that "
+                           "every capture hands out its own, or set all its arguments with set_kernel_args",
+                       capture);
+}
+
 CUGRAPHS_INLINE std::size_t Graph::launch_staged(cudaStream_t stream, detail::StageRef stage, std::string_view op) {
   if (!core_ || !core_->exec.instantiated() || !core_->exec.stages()) [[unlikely]]
     is_instantiated() ? detail::throw_misuse(op, "this graph's capture staged no inputs; use replay()")

@@ -50,6 +50,30 @@ CUGRAPHS_INLINE std::uint64_t ConditionalFrames::open(ConditionalKind kind, Cond
                    source.flag, source.flag_bytes());
     check_flag_readable(source.flag, op);
   }
+  // A condition made when its scope opens reaches only kernels inside the bodies, which run
+  // after the node has decided, and it is reset to `initial` at every launch: outside a While
+  // (whose next iteration sees what a body set) the node would decide `initial` every time.
+  if (source.type == ConditionSource::Type::SetByKernels &&
+      std::ranges::none_of(frames_, [](const ConditionalFrame& o) { return o.kind == ConditionalKind::While; })) {
+    if (kind != ConditionalKind::While)
+      throw_misuse(op, "a {} node whose condition is set by kernels (SetByKernels{{{}}}) decides before any kernel "
+                       "can set it: the condition is made when the scope opens, so only kernels inside its bodies "
+                       "get it, and those run after the node has decided; every replay would take {}. Make the "
+                       "condition before the node with CaptureScope::make_condition({}), hand it to the kernel that "
+                       "decides (captured before the scope) and open the scope with that Condition, or read a "
+                       "device flag",
+                   name(kind), source.initial,
+                   kind == ConditionalKind::Switch ? format("case {}", source.initial)
+                   : source.initial != 0           ? std::string("the then-body")
+                                                   : std::string(kind == ConditionalKind::IfElse ? "the else-body"
+                                                                                                 : "no body"),
+                   source.initial);
+    if (source.initial == 0)
+      throw_misuse(op, "a While node whose condition is set by kernels and starts at 0 (SetByKernels{{0}}) never "
+                       "runs its body on any replay: only kernels inside the body get the condition. Start it at 1 "
+                       "(SetByKernels{{1}}: the body runs once, then as its kernels say), or make it before the "
+                       "node with CaptureScope::make_condition() and set it from a kernel captured before the scope");
+  }
   ConditionalFrame f;
   f.id = next_capture_id();
   f.kind = kind;
@@ -86,6 +110,8 @@ CUGRAPHS_INLINE std::uint64_t ConditionalFrames::open(ConditionalKind kind, Cond
     params.conditional.size = bodies;
     f.node = add_node_to_capture(f.parent, info, params, op);
     f.bodies = params.conditional.phGraph_out;
+    f.parent_graph = info.graph;
+    check(cudaGraphGetNodes(info.graph, nullptr, &f.parent_nodes), "{}: cudaGraphGetNodes", op);
     made_.push_back({f.node, std::vector<cudaGraph_t>(f.bodies, f.bodies + bodies)});
     frames_.push_back(std::move(f));
     if (kind != ConditionalKind::Switch) begin_body(frames_.back(), 0, op);
@@ -178,13 +204,27 @@ CUGRAPHS_INLINE void ConditionalFrames::check_flag_readable(const void* flag, st
 CUGRAPHS_INLINE void ConditionalFrames::check_parent_untouched(const ConditionalFrame& f, std::string_view op) const {
   const auto info = capture_info(f.parent, op);
   if (info.status != cudaStreamCaptureStatusActive) return;  // capture_end reports the invalidation
-  if (info.count == 1 && info.deps[0] == f.node) return;
-  throw_misuse(op, "work was launched on the enclosing stream ({}: {}) while the conditional body was open; it "
-                   "would run after the conditional node, outside the body, on every replay (and the body with a "
-                   "stale condition). Inside a conditional scope launch on current_stream() or the scope's "
-                   "stream() ({}), which capture the body; the capture was aborted",
-               f.parent == top_ ? "the capture stream" : "the stream of the enclosing conditional body",
-               static_cast<const void*>(f.parent), static_cast<const void*>(f.stream));
+  if (info.count != 1 || info.deps[0] != f.node)
+    throw_misuse(op, "work was launched on the enclosing stream ({}: {}) while the conditional body was open; it "
+                     "would run after the conditional node, outside the body, on every replay (and the body with a "
+                     "stale condition). Inside a conditional scope launch on current_stream() or the scope's "
+                     "stream() ({}), which capture the body; the capture was aborted",
+                 f.parent == top_ ? "the capture stream" : "the stream of the enclosing conditional body",
+                 static_cast<const void*>(f.parent), static_cast<const void*>(f.stream));
+  // Another stream that captures into the enclosing graph (one forked from it before the scope
+  // opened, joined after it ends) adds its work beside the node, not in the body.
+  std::size_t nodes = 0;
+  check(cudaGraphGetNodes(f.parent_graph, nullptr, &nodes), "{}: cudaGraphGetNodes", op);
+  if (nodes != f.parent_nodes)
+    throw_misuse(op, "{} node(s) were added to the enclosing graph ({}) while the conditional body was open, "
+                     "by a stream other than the body's that captures into that graph (a stream forked from the "
+                     "enclosing one before the scope opened); they would run beside the conditional node, once a "
+                     "replay, not in the body. Inside a conditional scope launch on current_stream() or the "
+                     "scope's stream() ({}), or fork the other stream from it inside the scope; the capture was "
+                     "aborted",
+                 nodes - std::min(nodes, f.parent_nodes),
+                 f.parent == top_ ? "the capture's top-level graph" : "the enclosing conditional body",
+                 static_cast<const void*>(f.stream));
 }
 
 CUGRAPHS_INLINE void ConditionalFrames::begin_body(ConditionalFrame& f, unsigned index, std::string_view op) {

@@ -19,6 +19,16 @@ CUGRAPHS_INLINE int current_device() {
   return d;
 }
 
+CUGRAPHS_INLINE void wait_for_stream(cudaStream_t waiter, cudaStream_t producer, std::string_view op) {
+  if (waiter == producer) return;
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
+  cudaError_t r = cudaEventRecord(e, producer);
+  if (r == cudaSuccess) r = cudaStreamWaitEvent(waiter, e, 0);
+  report_in_destructor(cudaEventDestroy(e), "cudaEventDestroy");
+  check(r, "{}: ordering a stream after another (cudaEventRecord, cudaStreamWaitEvent)", op);
+}
+
 CUGRAPHS_INLINE int device_count() noexcept {
   int n = 0;
   if (cudaGetDeviceCount(&n) != cudaSuccess) {

@@ -222,18 +222,27 @@ CUGRAPHS_INLINE std::vector<std::pair<std::uintptr_t, std::size_t>> graph_alloca
   return ranges;
 }
 
+CUGRAPHS_INLINE bool plain_pageable(const void* p,
+                                    std::span<const std::pair<std::uintptr_t, std::size_t>> excluded) noexcept {
+  if (p == nullptr) return false;
+  RelaxedCaptureMode relaxed;
+  cudaPointerAttributes a{};
+  if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return false;
+  }
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  return a.type == cudaMemoryTypeUnregistered &&
+         std::ranges::none_of(excluded, [&](const auto& r) { return address - r.first < r.second; });
+}
+
 CUGRAPHS_INLINE std::optional<std::string> pageable_copy(cudaGraph_t g,
     const std::vector<ConditionalMade>& conditionals) noexcept {
   RelaxedCaptureMode relaxed;  // another capture may be open on this thread or, in Global mode, on others
   // The allocations of g's memory-allocation nodes, found once (those that can be read).
   graph_queries_detail::Ranges allocations;
   (void)graph_queries_detail::try_graph_allocations(g, allocations);
-  const auto pageable = [&](const void* p) {
-    if (p == nullptr) return false;
-    cudaPointerAttributes a{};
-    if (cudaPointerGetAttributes(&a, p) != cudaSuccess || a.type != cudaMemoryTypeUnregistered) return false;
-    return !graph_queries_detail::in_ranges(allocations, p);
-  };
+  const auto pageable = [&](const void* p) { return plain_pageable(p, allocations); };
   std::optional<std::string> found;
   // A node that cannot be read (a kind of copy this runtime does not describe) is passed over.
   const auto walk = [&](const auto& self, cudaGraph_t graph, std::string_view where) -> void {

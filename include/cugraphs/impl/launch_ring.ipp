@@ -33,13 +33,14 @@ CUGRAPHS_INLINE auto LaunchRing::draw(const std::shared_ptr<GeneratorState>& g, 
   return d;
 }
 
-CUGRAPHS_INLINE auto LaunchRing::stage(std::span<const StageTarget> statics, bool in_place, std::string_view op)
-    -> Staging {
+CUGRAPHS_INLINE auto LaunchRing::stage(std::span<const StageTarget> statics, bool in_place, bool unread_is_error,
+    std::string_view op) -> Staging {
   if (sources_) throw_misuse(op, "this capture already stages a graphed callable's inputs");
   const std::size_t leaves = statics.size();
   leaves_ = static_cast<unsigned>(leaves);
   statics_.assign(statics.begin(), statics.end());
   in_place_ = in_place;
+  unread_is_error_ = unread_is_error;
   sources_ = private_device_memory(std::max<std::size_t>(leaves, 1) * sizeof(void*), op);
   return {control(), static_cast<const void* const*>(sources_.get())};
 }
@@ -63,6 +64,22 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
     RelaxedCaptureMode relaxed;
     check(cudaMemsetAsync(control(), 0, kControlWords * sizeof(unsigned long long), stream), "{}: cudaMemsetAsync", op);
     check(cudaStreamSynchronize(stream), "{}: cudaStreamSynchronize", op);
+  }
+  // f's work launched on a stream of its own ran once, eagerly, while f was captured: the
+  // inputs it read are reached by no node, and no call would read them.
+  if (sources_ && unread_is_error_) {
+    const ArgumentSites probe({values(), uses_.size(), draws_, sources_.get(), leaves_, statics_, in_place_, {}});
+    if (const auto leaf = probe.unread_leaf(g, facts.conditionals, facts.collective_buffers, op))
+      throw_misuse(op, "f's graph never reads input leaf {} ({} bytes): no node of the capture takes its address, "
+                       "copies it or names it otherwise. Work that f launches on a stream other than "
+                       "current_stream() (a library handle bound to a stream of the program's, as "
+                       "cublasSetStream(handle, my_stream) once at start-up; a stream saved before the capture) runs "
+                       "once, while f is captured, and never in a call, whose results would then not follow this "
+                       "input. Launch f's work on current_stream() (cugraphs::cublas::Handle follows it); if f "
+                       "ignores this input on purpose (or reaches it only through memory written outside the "
+                       "graph, such as a __constant__ pointer set by a synchronous cudaMemcpyToSymbol), set "
+                       "GraphedOptions::allow_unused_input",
+                   *leaf, statics_[*leaf].bytes);
   }
   if (policy_ == PerLaunch::Advance) {
     if (sources_)

@@ -75,8 +75,8 @@ CUGRAPHS_INLINE void mark_updatable_nodes() noexcept {
 }
 
 CUGRAPHS_INLINE StagingWords stage_in_capture(std::span<const StageTarget> statics, bool in_place,
-                                              std::string_view op) {
-  return innermost_capture()->launch_ring(op).stage(statics, in_place, op);
+                                              bool unread_is_error, std::string_view op) {
+  return innermost_capture()->launch_ring(op).stage(statics, in_place, unread_is_error, op);
 }
 
 CUGRAPHS_INLINE void shield_in_capture(std::span<const std::pair<std::uintptr_t, std::size_t>> ranges,

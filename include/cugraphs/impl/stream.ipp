@@ -46,6 +46,38 @@ CUGRAPHS_INLINE void set_current_stream(cudaStream_t stream) noexcept {
   for (const auto& l : tls_stream_listeners) l.fn(l.context, stream);
 }
 
+CUGRAPHS_INLINE cudaEvent_t fork_into_capture(cudaStream_t from, cudaStream_t to) {
+  const auto plain = [](cudaStream_t s) { return s != nullptr && s != cudaStreamLegacy && s != cudaStreamPerThread; };
+  if (from == to || !plain(from) || !plain(to)) return nullptr;
+  cudaStreamCaptureStatus outer = cudaStreamCaptureStatusNone, inner = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(from, &outer) != cudaSuccess || outer != cudaStreamCaptureStatusActive ||
+      cudaStreamIsCapturing(to, &inner) != cudaSuccess || inner != cudaStreamCaptureStatusNone) {
+    (void)cudaGetLastError();  // a stream CUDA cannot say: its own launches will
+    return nullptr;
+  }
+  cudaEvent_t e = nullptr;
+  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "StreamGuard: cudaEventCreateWithFlags");
+  cudaError_t r = cudaEventRecord(e, from);
+  if (r == cudaSuccess) r = cudaStreamWaitEvent(to, e, 0);
+  if (r == cudaSuccess) return e;
+  (void)cudaEventDestroy(e);
+  throw_cuda(r, format("StreamGuard: forking stream {} into the capture of the current stream {} (so that work "
+                       "launched on it is captured rather than run once)",
+                       static_cast<const void*>(to), static_cast<const void*>(from)));
+}
+
+CUGRAPHS_INLINE void join_capture(cudaEvent_t event, cudaStream_t from, cudaStream_t to) noexcept {
+  cudaStreamCaptureStatus outer = cudaStreamCaptureStatusNone, inner = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(from, &outer) == cudaSuccess && outer == cudaStreamCaptureStatusActive &&
+      cudaStreamIsCapturing(to, &inner) == cudaSuccess && inner == cudaStreamCaptureStatusActive) {
+    cudaError_t r = cudaEventRecord(event, to);
+    if (r == cudaSuccess) r = cudaStreamWaitEvent(from, event, 0);
+    report_in_destructor(r, "StreamGuard: joining its stream back into the capture");
+  }
+  (void)cudaGetLastError();  // an ended or invalidated capture is the capture's to report
+  report_in_destructor(cudaEventDestroy(event), "StreamGuard: cudaEventDestroy");
+}
+
 CUGRAPHS_INLINE void CurrentStreamStack::push(cudaStream_t s) {
   saved_.push_back(tls_current_stream);
   set_current_stream(s);
