@@ -55,6 +55,17 @@ __global__ void pick_case(cugraphs::Condition c, const int* value) { c.set(*valu
 
 void launch_increment(int* x, cudaStream_t s) { increment<<<1, 1, 0, s>>>(x); }
 
+// One iteration of an inner loop that runs `per_outer` times per entry: counts, and ends the
+// loop (and starts the next entry's count) at the last.
+__global__ void inner_step(int* runs, int* this_entry, int per_outer, cugraphs::Condition c) {
+  *runs += 1;
+  *this_entry += 1;
+  if (*this_entry >= per_outer) {
+    *this_entry = 0;
+    c.set(false);
+  }
+}
+
 // Goes on while fewer than `limit` iterations ran, saying so with a 64-bit value whose low 32
 // bits are 0 (a count of bytes left, 2^32): the condition is 32 bits wide.
 __global__ void bump_while_wide(int* x, int limit, cugraphs::Condition c) {
@@ -663,4 +674,31 @@ TEST_CASE("Escapes: work on a stream forked from the capture before a conditiona
   CHECK(cudaGetLastError() == cudaSuccess);
   auto x = filled(3000, 5);
   capture_and_check_affine(g, x);
+}
+
+// A solver's convergence loop inside a time-step loop: the inner condition, set by kernels,
+// starts from its initial value each time the outer body reaches the inner node.
+TEST_CASE("SetByKernels: a While set by kernels inside another While starts again from its initial value at every "
+          "outer iteration", "[conditional][gpu]") {
+  DeviceBuffer<int> left(1), outer(1), runs(1), this_entry(1);
+  DeviceBuffer<bool> go(1);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::While> steps(scope, go.data());
+    count_down<<<1, 1, 0, scope.stream()>>>(left.data(), outer.data(), go.data());
+    ConditionalScope<cugraphs::While> solve(scope, cugraphs::SetByKernels{1});
+    inner_step<<<1, 1, 0, scope.stream()>>>(runs.data(), this_entry.data(), 3, solve.condition());
+  }
+  for (int replay = 0; replay < 2; ++replay) {
+    put(left, 4);
+    put(outer, 0);
+    put(runs, 0);
+    put(this_entry, 0);
+    put(go, true);
+    g.replay();
+    INFO("replay " << replay);
+    CHECK(get(outer) == 4);
+    CHECK(get(runs) == 4 * 3);
+  }
 }

@@ -127,7 +127,9 @@ public:
               const A&... samples)
       : backward_fn_(std::move(bwd)), grad_sizes_(grad_sizes(samples...)) {
     std::apply(
-        [&, this](const auto&... staged) { fwd_.emplace(detail::BuildTag{}, std::move(fwd), opts, pool, staged...); },
+        [&, this](const auto&... staged) {
+          fwd_.emplace(detail::BuildTag{}, std::move(fwd), halves(opts), pool, staged...);
+        },
         detail::staged_samples(samples...));
     fwd_->names_ = {"GraphedPair::forward", "GraphedPair", "input leaf"};
   }
@@ -246,6 +248,13 @@ private:
     return sizes;
   }
 
+  // The options of each half: neither is judged for inputs it leaves unread, which a pair has
+  // by design (targets only the backward reads, an incoming gradient a loss's backward ignores).
+  static GraphedOptions halves(GraphedOptions opts) {
+    opts.allow_unused_input = true;
+    return opts;
+  }
+
   // Captures the backward into `pool`, after the forward (and, for several pairs, after the
   // backwards of the pairs captured after this one).
   void capture_backward(const GraphedOptions& opts, const PoolHandle& pool) {
@@ -256,8 +265,8 @@ private:
     }(std::index_sequence_for<A...>{});
     const GradOutputs sample = detail::as_const_tree(fwd_outputs.first);
     bwd_.emplace(detail::BuildTag{},
-                 BackwardFn{std::move(*backward_fn_), std::move(values), fwd_outputs.first, fwd_outputs.second}, opts,
-                 pool, sample);
+                 BackwardFn{std::move(*backward_fn_), std::move(values), fwd_outputs.first, fwd_outputs.second},
+                 halves(opts), pool, sample);
     backward_fn_.reset();
     bwd_->names_ = {"GraphedPair::backward", "GraphedPair", "incoming gradient leaf"};
     // The gradients' element types were checked at compile time; their sizes are known now.

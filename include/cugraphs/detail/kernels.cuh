@@ -17,8 +17,10 @@ namespace cugraphs::detail {
 // A template, so that every translation unit may define it without clashing.
 template <int = 0>
 __global__ void set_condition_kernel(cudaGraphConditionalHandle handle, const void* flag, unsigned width) {
-  const unsigned value = width == 1 ? *static_cast<const unsigned char*>(flag)
-                                    : *static_cast<const unsigned*>(flag);
+  // Width 0: `flag` is the value itself (a condition reset to its initial value).
+  const unsigned value = width == 0   ? static_cast<unsigned>(reinterpret_cast<unsigned long long>(flag))
+                         : width == 1 ? *static_cast<const unsigned char*>(flag)
+                                      : *static_cast<const unsigned*>(flag);
   cudaGraphSetConditional(handle, value);
 }
 

@@ -21,7 +21,7 @@ namespace cugraphs::detail {
 [[noreturn]] void throw_needs_nvcc(std::string_view op, std::string_view what);
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
-// Sets `handle` from the flag at `flag` (`width` bytes: 1 for bool, 4 for unsigned).
+// Sets `handle` from the flag at `flag` (`width` bytes: 1 for bool, 4 for unsigned; 0: `flag` is the value).
 using SetConditionLauncher = cudaError_t (*)(cudaGraphConditionalHandle handle, const void* flag,
                                              unsigned width, cudaStream_t stream);
 

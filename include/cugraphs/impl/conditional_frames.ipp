@@ -100,6 +100,12 @@ CUGRAPHS_INLINE std::uint64_t ConditionalFrames::open(ConditionalKind kind, Cond
     if (source.from_flag()) {
       launch_set_condition(f.handle, source.flag, source.flag_bytes(), f.parent, op);
       info = capture_info(f.parent, op);
+    } else if (source.type == ConditionSource::Type::SetByKernels && !frames_.empty()) {
+      // CUDA gives a handle its default value when the graph is launched, not each time a
+      // body reaches the node: inside a body (a solve inside a time-step loop) the condition
+      // would keep what the last entry left (0: the loop would not run again). Reset it here.
+      launch_set_condition(f.handle, reinterpret_cast<const void*>(std::uintptr_t{source.initial}), 0, f.parent, op);
+      info = capture_info(f.parent, op);
     }
     cudaGraphNodeParams params{};
     params.type = cudaGraphNodeTypeConditional;
