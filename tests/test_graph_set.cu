@@ -268,3 +268,43 @@ TEST_CASE("Graph: a replay on a stream of another device is an Error naming both
   CHECK(contains(e.what(), "pool 0 belongs to device 1 but device 0 captures into it"));
   CHECK(set.size() == 2);  // unchanged
 }
+
+// Before: the set's captures (ThreadLocal, escape check Auto: off) let both through: the
+// legacy-stream kernel ran once, while the set was captured, and every replay copied from a
+// dead stack slot.
+TEST_CASE("GraphSet: a step that launches on the legacy default stream, or copies from a stack variable, is "
+          "refused by name as a Graph's capture is; EscapeCheck::Off lets them through",
+          "[graph_set][escapes][gpu]") {
+  const int devices = device_count();
+  PerDevice data(devices);
+  GraphSet set;
+  auto e = expect_error([&] {
+    set.capture([&](int device, cudaStream_t) {
+      affine_kernel<<<blocks_for(kN), kThreads>>>(data.x[static_cast<std::size_t>(device)]->data(), kN, 2.0f, 0.0f);
+    });
+  });
+  CHECK(contains(e.what(), "legacy default stream"));
+  CHECK(set.empty());
+  for (int d = 0; d < devices; ++d) CHECK(data.read(d) == data.start[static_cast<std::size_t>(d)]);
+  e = expect_error([&] {
+    set.capture([&](int device, cudaStream_t s) {
+      const float dt = 0.5f;  // a per-frame scalar on the stack
+      cugraphs::check(cudaMemcpyAsync(data.x[static_cast<std::size_t>(device)]->data(), &dt, sizeof dt,
+                                      cudaMemcpyHostToDevice, s),
+                      "cudaMemcpyAsync");
+    });
+  });
+  CHECK(contains(e.what(), "plain pageable host memory"));
+  CHECK(set.empty());
+  GraphSetOptions off;
+  off.escapes = cugraphs::EscapeCheck::Off;
+  set.capture([&](int device, cudaStream_t s) { step_on(data.x[static_cast<std::size_t>(device)]->data(), device, s); },
+              off);
+  set.replay();
+  set.synchronize();
+  for (int d = 0; d < devices; ++d) {
+    std::vector<float> want = data.start[static_cast<std::size_t>(d)];
+    for (float& v : want) v = step_value(v, d);
+    CHECK(data.read(d) == want);
+  }
+}

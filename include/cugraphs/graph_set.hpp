@@ -41,6 +41,11 @@ struct GraphSetOptions {
   /// The captures run at once, one thread per device: ThreadLocal lets each thread make its
   /// own unsafe calls without invalidating the others' captures.
   CaptureMode mode = CaptureMode::ThreadLocal;
+  /// Whether each device's capture refuses work that escapes it (legacy default stream work,
+  /// per-thread default stream work left unjoined, copies of pageable host memory), as a
+  /// Graph's capture in Global mode does. On by default: ThreadLocal alone would let them
+  /// through (EscapeCheck::Auto), and such work would run once, while the set is captured.
+  EscapeCheck escapes = EscapeCheck::On;
 };
 
 /// One graph per device, captured from the same step. capture() runs `step(device, scope)`
@@ -76,6 +81,7 @@ public:
       detail::DeviceGuard on(members[i].device);
       CaptureOptions co;
       co.mode = opts.mode;
+      co.escapes = opts.escapes;
       co.stream = members[i].stream;  // the set's own: a capture thread's capture_stream() ends with it
       if (!opts.pools.empty()) co.pool = opts.pools[i];
       CaptureScope scope(members[i].graph, co);
