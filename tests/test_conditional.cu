@@ -55,6 +55,12 @@ __global__ void pick_case(cugraphs::Condition c, const int* value) { c.set(*valu
 
 void launch_increment(int* x, cudaStream_t s) { increment<<<1, 1, 0, s>>>(x); }
 
+// Counts and stops: the If around it runs once a launch when nothing resets its condition.
+__global__ void hit_and_stop(int* hits, cugraphs::Condition c) {
+  *hits += 1;
+  c.set(false);
+}
+
 // One iteration of an inner loop that runs `per_outer` times per entry: counts, and ends the
 // loop (and starts the next entry's count) at the last.
 __global__ void inner_step(int* runs, int* this_entry, int per_outer, cugraphs::Condition c) {
@@ -700,5 +706,63 @@ TEST_CASE("SetByKernels: a While set by kernels inside another While starts agai
     INFO("replay " << replay);
     CHECK(get(outer) == 4);
     CHECK(get(runs) == 4 * 3);
+  }
+}
+
+// The documented contract of a node set by kernels inside a While: the next iteration sees
+// what a body set (a reset at each arrival, which a nested While needs, would undo it).
+TEST_CASE("SetByKernels: an If set by kernels inside a While keeps what its body set for the next iteration; a "
+          "While starting at 0 inside a While is an Error", "[conditional][gpu]") {
+  DeviceBuffer<int> left(1), outer(1), hits(1);
+  DeviceBuffer<bool> go(1);
+  Graph g;
+  {
+    CaptureScope scope(g);
+    ConditionalScope<cugraphs::While> steps(scope, go.data());
+    count_down<<<1, 1, 0, scope.stream()>>>(left.data(), outer.data(), go.data());
+    const auto e = expect_error([&] { ConditionalScope<cugraphs::While> never(scope, cugraphs::SetByKernels{0}); });
+    CHECK(contains(e.what(), "never runs its body"));
+    ConditionalScope<cugraphs::If> once(scope, cugraphs::SetByKernels{1});
+    hit_and_stop<<<1, 1, 0, scope.stream()>>>(hits.data(), once.condition());
+  }
+  for (int replay = 0; replay < 2; ++replay) {
+    put(left, 4);
+    put(outer, 0);
+    put(hits, 0);
+    put(go, true);
+    g.replay();
+    INFO("replay " << replay);
+    CHECK(get(outer) == 4);
+    CHECK(get(hits) == 1);  // the first iteration of each launch: the launch resets it to 1
+  }
+}
+
+// Before: the node went on the capture stream, unordered with the guarded stream's work: the
+// body read x before the slow kernel wrote it.
+TEST_CASE("Escapes: a ConditionalScope opened under a StreamGuard in a capture follows the guarded stream's work, "
+          "and the work after it follows the node", "[conditional][escapes][gpu]") {
+  DeviceBuffer<float> x(1), y(1);
+  DeviceBuffer<bool> go(1);
+  put(go, true);
+  cugraphs::Stream side;
+  Graph g;
+  {
+    CaptureScope scope(g);
+    cugraphs::StreamGuard on(side);
+    slow_fill_kernel<<<1, 32, 0, cugraphs::current_stream()>>>(x.data(), 1, 7.0f, 20'000'000);  // x = 7 in 20 ms
+    {
+      ConditionalScope<cugraphs::If> when(scope, go.data());
+      copy_kernel<<<1, 32, 0, cugraphs::current_stream()>>>(y.data(), x.data(), 1);  // y = x
+    }
+    CHECK(cugraphs::current_stream() == side.get());
+    slow_fill_kernel<<<1, 32, 0, cugraphs::current_stream()>>>(x.data(), 1, 9.0f, 0);  // after the node
+  }
+  for (int replay = 0; replay < 2; ++replay) {
+    put(x, 0.0f);
+    put(y, 0.0f);
+    g.replay();
+    INFO("replay " << replay);
+    CHECK(get(y) == 7.0f);
+    CHECK(get(x) == 9.0f);
   }
 }

@@ -741,6 +741,16 @@ TEST_CASE("Escapes: a StreamGuard on a stream of the program's inside a capture 
     side.synchronize();
   }
   CHECK(host(x.span())[0] == want + 1.0f);
+  // A guard outside a capture leaves the thread's pending error alone.
+  {
+    cugraphs::Stream other;
+    cugraphs::StreamGuard first(other);
+    affine_kernel<<<1, 2048, 0, other>>>(x.data(), kN, 1.0f, 0.0f);  // too many threads: an error pends
+    const cudaError_t pending = cudaPeekAtLastError();
+    REQUIRE(pending != cudaSuccess);
+    { cugraphs::StreamGuard second(side); }
+    CHECK(cudaGetLastError() == pending);
+  }
 }
 
 // Before: set_kernel_arg<1> merged the value into the first capture's arguments and so

@@ -212,6 +212,8 @@ public:
       };
       next = 0;
       std::apply([&, this](const auto&... statics) { (detail::visit_leaves(statics, next, record), ...); }, *static_inputs_);
+      for (unsigned i = 0; i < input_leaves; ++i) static_order_[i] = i;
+      std::ranges::sort(static_order_, {}, [this](unsigned i) { return reinterpret_cast<std::uintptr_t>(static_ptrs_[i]); });
       // Each call hands the graph its input addresses (as the copy's arguments, or through
       // the ring's head); this copy, captured before f, moves them onto the static inputs.
       const auto staging = detail::stage_in_capture(std::span<const detail::StageTarget>(targets), in_place_,
@@ -245,7 +247,7 @@ public:
       : f_(std::move(o.f_)), owners_(std::move(o.owners_)), targets_(std::move(o.targets_)),
         graph_(std::move(o.graph_)), static_inputs_(std::move(o.static_inputs_)), outputs_(std::move(o.outputs_)),
         static_ptrs_(o.static_ptrs_), static_sizes_(o.static_sizes_), static_bytes_(o.static_bytes_),
-        static_hull_(o.static_hull_), args_(o.args_), copies_(o.copies_),
+        static_hull_(o.static_hull_), static_order_(o.static_order_), args_(o.args_), copies_(o.copies_),
         calls_(o.calls_), checked_pool_(std::move(o.checked_pool_)), names_(o.names_), in_place_(o.in_place_) {}
   GraphedCallable& operator=(GraphedCallable&&) = delete;
   GraphedCallable(const GraphedCallable&) = delete;
@@ -299,8 +301,8 @@ public:
       [[maybe_unused]] std::size_t next = 0;  // unused without inputs
       (detail::visit_leaves(inputs, next, stage_leaf), ...);
       if (copies > 1 && !in_place_)
-        detail::check_staged_overlap(slot.first(input_leaves), static_ptrs_, static_bytes_, static_hull_, op,
-                                     names_.leaf);
+        detail::check_staged_overlap(slot.first(input_leaves), static_ptrs_, static_bytes_, static_order_,
+                                     static_hull_, op, names_.leaf);
     }, op);
     ++calls_;
     copies_ += copies - in_place;
@@ -387,8 +389,10 @@ private:
   std::array<const void*, input_leaves> static_ptrs_{};
   std::array<std::size_t, input_leaves> static_sizes_{};
   std::array<std::size_t, input_leaves> static_bytes_{};
-  // The bytes every static input lies in (first, one past the last).
+  // The bytes every static input lies in (first, one past the last), and the static inputs
+  // by address.
   std::pair<std::uintptr_t, std::uintptr_t> static_hull_{~std::uintptr_t{0}, 0};
+  std::array<unsigned, input_leaves> static_order_{};
   detail::StageArgs args_{};
   std::uint64_t copies_ = 0;
   std::uint64_t calls_ = 0;

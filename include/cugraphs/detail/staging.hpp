@@ -7,6 +7,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -25,13 +26,15 @@ void check_input_leaf(std::size_t i, const void* data, std::size_t size, std::si
                              std::string_view op, std::string_view leaf = "input leaf");
 
 // Copy mode: refuses a call whose input leaf i (its address in `slot[i]`, 0: not copied) lies
-// in static input j != i that the same call overwrites (slot[j] != 0): one staging copy moves
-// every leaf at once, so leaf i would read a mix of old and new values (outputs that are
-// views of the static inputs fed back crosswise). `statics` and `bytes` describe the static
-// inputs, `hull` spans them all (most calls stop at it).
+// in a static input j that the same call overwrites (slot[j] != 0; j may be i, shifted): one
+// staging copy moves every leaf at once, so leaf i would read a mix of old and new values
+// (outputs that are views of the static inputs fed back crosswise). `statics` and `bytes`
+// describe the static inputs, `order` lists them by address, `hull` spans them all (most
+// calls stop at it; the others search `order`).
 void check_staged_overlap(std::span<const unsigned long long> slot, std::span<const void* const> statics,
-                          std::span<const std::size_t> bytes, std::pair<std::uintptr_t, std::uintptr_t> hull,
-                          std::string_view op, std::string_view leaf);
+                          std::span<const std::size_t> bytes, std::span<const unsigned> order,
+                          std::pair<std::uintptr_t, std::uintptr_t> hull, std::string_view op,
+                          std::string_view leaf);
 
 // Copies `bytes` from `from` onto the static leaf at `to` on `stream`, unless the input is
 // already there; cudaMemcpyDefault: the input may be device, pinned host or managed memory.

@@ -148,7 +148,8 @@ CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::unread_leaf(cudaGraph_t g
               mark_words(host->words);
               if (host->words.size() <= kTableSearched)
                 if (const auto leaf = texture_leaf(host->words)) read[*leaf] = true;
-            } else if (host || plain_pageable(p.srcPtr.ptr, {})) {
+            } else if (host || (p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyDeviceToHost &&
+                                plain_pageable(p.srcPtr.ptr, {}))) {
               known = false;
               return;
             }

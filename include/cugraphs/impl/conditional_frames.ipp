@@ -53,9 +53,9 @@ CUGRAPHS_INLINE std::uint64_t ConditionalFrames::open(ConditionalKind kind, Cond
   // A condition made when its scope opens reaches only kernels inside the bodies, which run
   // after the node has decided, and it is reset to `initial` at every launch: outside a While
   // (whose next iteration sees what a body set) the node would decide `initial` every time.
-  if (source.type == ConditionSource::Type::SetByKernels &&
-      std::ranges::none_of(frames_, [](const ConditionalFrame& o) { return o.kind == ConditionalKind::While; })) {
-    if (kind != ConditionalKind::While)
+  if (source.type == ConditionSource::Type::SetByKernels) {
+    if (kind != ConditionalKind::While &&
+        std::ranges::none_of(frames_, [](const ConditionalFrame& o) { return o.kind == ConditionalKind::While; }))
       throw_misuse(op, "a {} node whose condition is set by kernels (SetByKernels{{{}}}) decides before any kernel "
                        "can set it: the condition is made when the scope opens, so only kernels inside its bodies "
                        "get it, and those run after the node has decided; every replay would take {}. Make the "
@@ -68,9 +68,9 @@ CUGRAPHS_INLINE std::uint64_t ConditionalFrames::open(ConditionalKind kind, Cond
                                                    : std::string(kind == ConditionalKind::IfElse ? "the else-body"
                                                                                                  : "no body"),
                    source.initial);
-    if (source.initial == 0)
+    if (kind == ConditionalKind::While && source.initial == 0)
       throw_misuse(op, "a While node whose condition is set by kernels and starts at 0 (SetByKernels{{0}}) never "
-                       "runs its body on any replay: only kernels inside the body get the condition. Start it at 1 "
+                       "runs its body: only kernels inside the body get the condition. Start it at 1 "
                        "(SetByKernels{{1}}: the body runs once, then as its kernels say), or make it before the "
                        "node with CaptureScope::make_condition() and set it from a kernel captured before the scope");
   }
@@ -81,6 +81,16 @@ CUGRAPHS_INLINE std::uint64_t ConditionalFrames::open(ConditionalKind kind, Cond
   f.body_count = bodies;
   f.captured.assign(bodies, false);
   f.parent = now();
+  // A stream forked into the same graph and current now (a StreamGuard's) holds the work the
+  // node must follow, and the work after the scope must follow the node: the node goes on it.
+  if (const cudaStream_t current = tls_current_stream;
+      current != f.parent && current != nullptr && current != cudaStreamLegacy && current != cudaStreamPerThread) {
+    CaptureInfo here, there;
+    if (try_capture_info(current, there) != cudaSuccess || try_capture_info(f.parent, here) != cudaSuccess)
+      (void)cudaGetLastError();  // a stream CUDA cannot say: the node stays on the capture's
+    else if (there.status == cudaStreamCaptureStatusActive && there.graph == here.graph)
+      f.parent = current;
+  }
   f.stream = thread_stream(ThreadStream::Body, device_, depth);
   f.refresh = kind == ConditionalKind::While ? source.flag : nullptr;
   building([&, this] {  // from here on a failure aborts the capture (a node may be half built)
@@ -100,10 +110,12 @@ CUGRAPHS_INLINE std::uint64_t ConditionalFrames::open(ConditionalKind kind, Cond
     if (source.from_flag()) {
       launch_set_condition(f.handle, source.flag, source.flag_bytes(), f.parent, op);
       info = capture_info(f.parent, op);
-    } else if (source.type == ConditionSource::Type::SetByKernels && !frames_.empty()) {
+    } else if (source.type == ConditionSource::Type::SetByKernels && kind == ConditionalKind::While &&
+               !frames_.empty()) {
       // CUDA gives a handle its default value when the graph is launched, not each time a
-      // body reaches the node: inside a body (a solve inside a time-step loop) the condition
-      // would keep what the last entry left (0: the loop would not run again). Reset it here.
+      // body reaches the node: inside a body (a solve inside a time-step loop) a While would
+      // find the 0 its last run left and not run again. Reset it here. (An If, IfElse or
+      // Switch inside a While keeps what its body set for the next iteration, as documented.)
       launch_set_condition(f.handle, reinterpret_cast<const void*>(std::uintptr_t{source.initial}), 0, f.parent, op);
       info = capture_info(f.parent, op);
     }

@@ -77,7 +77,8 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
                        "once, while f is captured, and never in a call, whose results would then not follow this "
                        "input. Launch f's work on current_stream() (cugraphs::cublas::Handle follows it); if f "
                        "ignores this input on purpose (or reaches it only through memory written outside the "
-                       "graph, such as a __constant__ pointer set by a synchronous cudaMemcpyToSymbol), set "
+                       "graph, such as a __constant__ pointer set by a synchronous cudaMemcpyToSymbol, or through "
+                       "NCCL called directly rather than through cugraphs/nccl.hpp), set "
                        "GraphedOptions::allow_unused_input",
                    *leaf, statics_[*leaf].bytes);
   }

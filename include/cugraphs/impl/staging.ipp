@@ -18,19 +18,24 @@ CUGRAPHS_INLINE void check_input_leaf(std::size_t i, const void* data, std::size
 }
 
 CUGRAPHS_INLINE void check_staged_overlap(std::span<const unsigned long long> slot,
-    std::span<const void* const> statics, std::span<const std::size_t> bytes,
+    std::span<const void* const> statics, std::span<const std::size_t> bytes, std::span<const unsigned> order,
     std::pair<std::uintptr_t, std::uintptr_t> hull, std::string_view op, std::string_view leaf) {
+  const auto start = [&](unsigned j) { return reinterpret_cast<std::uintptr_t>(statics[j]); };
   for (std::size_t i = 0; i < slot.size(); ++i) {
     const std::uintptr_t a = slot[i];
     if (a == 0 || a >= hull.second || a + bytes[i] <= hull.first) [[likely]]
       continue;
-    for (std::size_t j = 0; j < slot.size(); ++j) {
-      const auto s = reinterpret_cast<std::uintptr_t>(statics[j]);
-      if (j == i || slot[j] == 0 || a >= s + bytes[j] || s >= a + bytes[i]) continue;
+    // The static inputs by address: the last that starts at or before `a`, then those after
+    // it that start before the input ends.
+    auto it = std::ranges::upper_bound(order, a, {}, start);
+    if (it != order.begin()) --it;
+    for (; it != order.end() && start(*it) < a + bytes[i]; ++it) {
+      const unsigned j = *it;
+      if (slot[j] == 0 || a >= start(j) + bytes[j]) continue;  // not overwritten, or before it
       throw_misuse(op, "{} {} lies in static input {}, which this call also overwrites with {} {}: the staging "
                        "copy moves every leaf at once, so it would read a mix of old and new values (a call's "
-                       "outputs that are views of its static inputs, fed back crosswise). Copy that input into a "
-                       "buffer of your own first; nothing was staged or launched",
+                       "outputs that are views of its static inputs, fed back crosswise or shifted). Copy that "
+                       "input into a buffer of your own first; nothing was staged or launched",
                    leaf, i, j, leaf, j);
     }
   }

@@ -50,11 +50,16 @@ CUGRAPHS_INLINE cudaEvent_t fork_into_capture(cudaStream_t from, cudaStream_t to
   const auto plain = [](cudaStream_t s) { return s != nullptr && s != cudaStreamLegacy && s != cudaStreamPerThread; };
   if (from == to || !plain(from) || !plain(to)) return nullptr;
   cudaStreamCaptureStatus outer = cudaStreamCaptureStatusNone, inner = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(from, &outer) != cudaSuccess || outer != cudaStreamCaptureStatusActive ||
-      cudaStreamIsCapturing(to, &inner) != cudaSuccess || inner != cudaStreamCaptureStatusNone) {
-    (void)cudaGetLastError();  // a stream CUDA cannot say: its own launches will
+  if (cudaStreamIsCapturing(from, &outer) != cudaSuccess) {
+    (void)cudaGetLastError();  // the query's own error: a stream CUDA cannot say (its launches will)
     return nullptr;
   }
+  if (outer != cudaStreamCaptureStatusActive) return nullptr;  // the usual case: no capture
+  if (cudaStreamIsCapturing(to, &inner) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return nullptr;
+  }
+  if (inner != cudaStreamCaptureStatusNone) return nullptr;  // already in a capture
   cudaEvent_t e = nullptr;
   check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "StreamGuard: cudaEventCreateWithFlags");
   cudaError_t r = cudaEventRecord(e, from);
@@ -68,13 +73,16 @@ CUGRAPHS_INLINE cudaEvent_t fork_into_capture(cudaStream_t from, cudaStream_t to
 
 CUGRAPHS_INLINE void join_capture(cudaEvent_t event, cudaStream_t from, cudaStream_t to) noexcept {
   cudaStreamCaptureStatus outer = cudaStreamCaptureStatusNone, inner = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(from, &outer) == cudaSuccess && outer == cudaStreamCaptureStatusActive &&
-      cudaStreamIsCapturing(to, &inner) == cudaSuccess && inner == cudaStreamCaptureStatusActive) {
+  const cudaError_t asked = cudaStreamIsCapturing(from, &outer);
+  const cudaError_t asked_too = asked == cudaSuccess ? cudaStreamIsCapturing(to, &inner) : cudaSuccess;
+  if (asked != cudaSuccess || asked_too != cudaSuccess) {
+    (void)cudaGetLastError();  // the queries' own error; an ended capture is the capture's to report
+  } else if (outer == cudaStreamCaptureStatusActive && inner == cudaStreamCaptureStatusActive) {
     cudaError_t r = cudaEventRecord(event, to);
     if (r == cudaSuccess) r = cudaStreamWaitEvent(from, event, 0);
+    if (r != cudaSuccess) (void)cudaGetLastError();
     report_in_destructor(r, "StreamGuard: joining its stream back into the capture");
   }
-  (void)cudaGetLastError();  // an ended or invalidated capture is the capture's to report
   report_in_destructor(cudaEventDestroy(event), "StreamGuard: cudaEventDestroy");
 }
 
