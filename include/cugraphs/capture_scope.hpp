@@ -110,7 +110,6 @@ template <class F>
   requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
 UpdateResult Graph::capture_or_update(F&& fn, const CaptureOptions& opts) {
   if (is_instantiated()) {
-    if (opts.stream != nullptr) stream_ = opts.stream;  // recapture where the caller queues the step now
     UpdateOptions uo;
     uo.reinstantiate_on_failure = true;
     return update(std::forward<F>(fn), uo);

@@ -14,8 +14,10 @@ namespace cugraphs {
 
 CUGRAPHS_INLINE CaptureScope::CaptureScope(Graph& graph, const CaptureOptions& opts)
     : graph_(&graph), uncaught_(std::uncaught_exceptions()) {
-  graph.capture_begin(opts);  // makes the capture stream current until the capture ends
-  capture_id_ = detail::innermost_capture()->id;  // the capture just begun
+  graph.capture_begin(opts);
+  detail::CaptureSession& s = *detail::innermost_capture();  // the capture just begun
+  capture_id_ = s.id;
+  s.streams.push(s.stream);
 }
 
 CUGRAPHS_INLINE detail::CaptureSession* CaptureScope::session() const noexcept {
@@ -55,6 +57,7 @@ CUGRAPHS_INLINE void CaptureScope::end() {
                              "before ending the capture",
                          n);
   open_ = false;
+  s->streams.pop();
   graph_ = s->owner;
   graph_->capture_end();
 }
