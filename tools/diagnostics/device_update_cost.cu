@@ -96,17 +96,12 @@ __global__ void set_offsets(Nodes nodes, int count, unsigned long long* words, u
 // Captures draw_args as a device-updatable node on `s`; its device handle.
 cudaGraphDeviceNode_t launch_updatable(cudaStream_t s, unsigned long long seed, unsigned long long offset,
                                        unsigned long long* out, unsigned long long* log) {
-  cudaLaunchConfig_t config{};
-  config.gridDim = kBlocks;
-  config.blockDim = kThreads;
-  config.stream = s;
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeDeviceUpdatableKernelNode;
   attribute.val.deviceUpdatableKernelNode.deviceUpdatable = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  check(cudaLaunchKernelEx(&config, draw_args, seed, offset, out, log), "cudaLaunchKernelEx (device-updatable)");
-  return attribute.val.deviceUpdatableKernelNode.devNode;
+  diag::launch_with(attribute, "cudaLaunchKernelEx (device-updatable)", draw_args, kBlocks, kThreads, s, seed, offset,
+                    out, log);
+  return attribute.val.deviceUpdatableKernelNode.devNode;  // written back by CUDA
 }
 
 // How the updater depends on the drawing nodes captured last on `s`.

@@ -49,19 +49,27 @@ inline CUDA_KERNEL_NODE_PARAMS driver_params(const cudaKernelNodeParams& p, cuda
   return d;
 }
 
-// Launches `kernel` on `s` with a programmatic dependency on the work before it.
+// Launches `kernel` on `s` with one launch attribute, which CUDA may write back (a
+// device-updatable node's handle); `what` names the launch in an error.
 template <class... P, class... A>
-void launch_programmatic(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t s, A... args) {
+void launch_with(cudaLaunchAttribute& attribute, const char* what, void (*kernel)(P...), dim3 grid, dim3 block,
+                 cudaStream_t s, A... args) {
   cudaLaunchConfig_t config{};
   config.gridDim = grid;
   config.blockDim = block;
   config.stream = s;
+  config.attrs = &attribute;
+  config.numAttrs = 1;
+  check(cudaLaunchKernelEx(&config, kernel, static_cast<P>(args)...), what);
+}
+
+// Launches `kernel` on `s` with a programmatic dependency on the work before it.
+template <class... P, class... A>
+void launch_programmatic(void (*kernel)(P...), dim3 grid, dim3 block, cudaStream_t s, A... args) {
   cudaLaunchAttribute attribute{};
   attribute.id = cudaLaunchAttributeProgrammaticStreamSerialization;
   attribute.val.programmaticStreamSerializationAllowed = 1;
-  config.attrs = &attribute;
-  config.numAttrs = 1;
-  check(cudaLaunchKernelEx(&config, kernel, static_cast<P>(args)...), "cudaLaunchKernelEx (programmatic)");
+  launch_with(attribute, "cudaLaunchKernelEx (programmatic)", kernel, grid, block, s, args...);
 }
 
 __global__ void spin(unsigned long long ns) {
