@@ -825,3 +825,114 @@ TEST_CASE("Graphed callables: an f whose work goes to a stream of its own (no no
   const auto want = host(y.span());
   for (std::size_t i = 0; i < kN; i += 29) REQUIRE(got[i] == 3.0f * want[i]);
 }
+
+// Before: capture_begin left the current stream as it was, so a kernel queued on
+// current_stream() (a stream of the program's that a StreamGuard had made current, as an
+// engine's subsystem would) ran once, eagerly, and the graph was empty: every replay did
+// nothing, silently. An empty capture was accepted too.
+TEST_CASE("Escapes: capture_begin makes the capture stream current until capture_end or capture_abort; a "
+          "capture that recorded no work is an Error naming allow_empty, and the graph captures again",
+          "[escapes][stream][gpu]") {
+  auto x = filled(kN, 1);
+  put_all(x, 1.0f);
+  cugraphs::Stream mine, other;
+  cugraphs::StreamGuard on(mine);
+  Graph g;
+  g.capture_begin();
+  CHECK(cugraphs::current_stream() == g.stream());
+  affine_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(x.data(), kN, 2.0f, 1.0f);
+  g.capture_end();
+  CHECK(cugraphs::current_stream() == mine.get());
+  mine.synchronize();
+  CHECK(host(x.span())[0] == 1.0f);  // captured, not run
+  float want = 1.0f;
+  for (int r = 0; r < 3; ++r) {
+    g.replay();
+    want = want * 2.0f + 1.0f;
+    REQUIRE(host(x.span())[0] == want);
+  }
+  {
+    Graph a;
+    a.capture_begin();
+    CHECK(cugraphs::current_stream() == a.stream());
+    a.capture_abort();
+    CHECK(cugraphs::current_stream() == mine.get());
+  }
+  // The capture's work went to another stream of the program's: it ran once, now.
+  Graph e;
+  e.capture_begin();
+  affine_kernel<<<blocks_for(kN), kThreads, 0, other>>>(x.data(), kN, 1.0f, 1.0f);
+  const auto err = expect_error([&] { e.capture_end(); });
+  CHECK(err.code() == cudaSuccess);
+  CHECK(contains(err.what(), "Graph::capture_end"));
+  CHECK(contains(err.what(), "recorded no work"));
+  CHECK(contains(err.what(), "allow_empty"));
+  CHECK_FALSE(e.is_capturing());
+  CHECK_FALSE(e.is_instantiated());
+  CHECK(cugraphs::current_stream() == mine.get());
+  other.synchronize();
+  want += 1.0f;
+  CHECK(host(x.span())[0] == want);
+  e.capture_begin();
+  affine_kernel<<<blocks_for(kN), kThreads, 0, e.stream()>>>(x.data(), kN, 1.0f, 1.0f);
+  e.capture_end();
+  e.replay();
+  want += 1.0f;
+  CHECK(host(x.span())[0] == want);
+  // The function form and the scope refuse it too; allow_empty keeps an empty graph.
+  Graph f;
+  const auto scoped = expect_error([&] { cugraphs::capture(f, [](cudaStream_t) {}); });
+  CHECK(contains(scoped.what(), "recorded no work"));
+  CHECK_FALSE(f.is_capturing());
+  CaptureOptions allow;
+  allow.allow_empty = true;
+  cugraphs::capture(f, [](cudaStream_t) {}, allow);
+  CHECK(f.is_instantiated());
+  CHECK(node_count(f) == 0);
+  f.replay();
+  mine.synchronize();
+  CHECK(host(x.span())[0] == want);
+}
+
+// Before: capture_or_update's later captures, and update(fn)'s, were made on capture_stream()
+// rather than the stream the first capture used, so the step's work queued there (where an
+// engine's subsystems launch) ran once, eagerly, and the graph fell back to one without it,
+// silently.
+TEST_CASE("Graph: capture_or_update and update(fn) capture again on the stream the first capture used, so a step's "
+          "work queued there is captured every time", "[escapes][update][gpu]") {
+  auto x = filled(kN, 1);
+  put_all(x, 1.0f);
+  cugraphs::Stream engine;
+  CaptureOptions o;
+  o.stream = engine;
+  float factor = 2.0f;
+  const auto step = [&](cudaStream_t s) {
+    affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 1.0f, 1.0f);
+    affine_kernel<<<blocks_for(kN), kThreads, 0, engine>>>(x.data(), kN, factor, 0.0f);  // a subsystem's stream
+  };
+  Graph g;
+  (void)g.capture_or_update(step, o);
+  CHECK(g.node_count() == 2);
+  float want = 1.0f;
+  const auto replay_and_check = [&] {
+    g.replay(engine);
+    engine.synchronize();
+    want = (want + 1.0f) * factor;
+    REQUIRE(host(x.span())[0] == want);
+  };
+  replay_and_check();
+  factor = 3.0f;
+  (void)g.capture_or_update(step, o);
+  CHECK(g.node_count() == 2);
+  engine.synchronize();
+  CHECK(host(x.span())[0] == want);  // the capture ran nothing
+  replay_and_check();
+  factor = 0.5f;
+  (void)g.update(step);  // no options: the first capture's stream again
+  CHECK(g.node_count() == 2);
+  replay_and_check();
+  factor = 2.0f;
+  (void)g.capture_or_update(step);  // no stream given: the last one's
+  CHECK(g.node_count() == 2);
+  replay_and_check();
+}

@@ -762,3 +762,111 @@ TEST_CASE("RNG: the waits behind PerLaunch::Advance's launch count: a stream wai
   CHECK(seconds_since(t0) < 0.025);
   REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
 }
+
+namespace {
+
+// A ported dropout-style kernel: it takes the Philox seed and offset as plain numbers.
+__global__ void uniforms_from_numbers(float* out, std::size_t n, std::uint64_t seed, std::uint64_t offset) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  curandStatePhilox4_32_10_t state;
+  curand_init(seed, i, offset, &state);
+  out[i] = curand_uniform(&state);
+}
+
+}  // namespace
+
+// Before: accepted; inside a capture a PhiloxArgs holds (0, its offset in the graph, the
+// address of the graph's words), so the kernel drew seed 0 at the same offset in every
+// replay: the same "random" numbers every time, silently.
+TEST_CASE("RNG: a kernel given a draw's .seed and .offset as numbers (a ported kernel) is an Error at the capture's "
+          "end naming rng::unpack, and the graph captures again; PerLaunch::Advance keeps a draw unused on purpose",
+          "[rng][escapes][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  Generator a(61), b(61);
+  DeviceBuffer<float> x(kN), ref(kN);
+  const auto numbers = [&](cudaStream_t s) {
+    const PhiloxArgs args = a.philox(1);
+    uniforms_from_numbers<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, args.seed, args.offset);
+  };
+  Graph g;
+  for (const auto per_launch : {PerLaunch::Auto, PerLaunch::Parameters}) {
+    cugraphs::CaptureOptions o;
+    o.per_launch = per_launch;
+    const auto e = expect_error([&] { cugraphs::capture(g, numbers, o); });
+    CHECK(e.code() == cudaSuccess);
+    CHECK(contains(e.what(), "no node of the graph reaches its draws"));
+    CHECK(contains(e.what(), ".seed and .offset"));
+    CHECK(contains(e.what(), "rng::unpack"));
+    CHECK_FALSE(g.is_capturing());
+    CHECK_FALSE(g.is_instantiated());
+  }
+  CHECK(a.offset() == 0);  // nothing was replayed
+  // The same graph captures the draw passed as it should be, and replays the eager numbers.
+  cugraphs::capture(g, [&](cudaStream_t s) {
+    uniforms<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, a.philox(1), 1);
+  });
+  for (int r = 0; r < 3; ++r) {
+    g.replay();
+    draw(b, ref, 1, stream);
+    REQUIRE(bitwise_equal(x.to_host(), ref.to_host()));
+  }
+  // A draw unused on purpose (the eager code draws and discards it) under Advance: the
+  // generator moves as it would eagerly.
+  Graph u;
+  cugraphs::CaptureOptions adv;
+  adv.per_launch = PerLaunch::Advance;
+  cugraphs::capture(u, [&](cudaStream_t s) {
+    (void)a.philox(4);
+    uniforms<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, a.philox(1), 1);
+  }, adv);
+  for (int r = 0; r < 2; ++r) {
+    u.replay();
+    (void)b.philox(4);
+    draw(b, ref, 1, stream);
+    REQUIRE(bitwise_equal(x.to_host(), ref.to_host()));
+  }
+  CHECK(a.offset() == b.offset());
+}
+
+// Before: a graphed callable's warm-up (f run eagerly warmup_iters times when it is made) and
+// a cache's (at each bucket's first use) kept what they drew, so every later call drew
+// numbers the eager program would not have drawn: graphed and eager runs diverged, silently.
+TEST_CASE("RNG: the warm-up of a graphed callable and of a cache's bucket takes its draws back, so every call draws "
+          "bitwise what the same eager calls draw", "[rng][graphed][cache][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  Generator a(71), b(71);
+  DeviceBuffer<float> in(kN), ref(kN);
+  cugraphs::check(cudaMemset(in.data(), 0, in.bytes()), "cudaMemset");  // out = 0 + u: the uniforms, bitwise
+  auto noise = [&a](cugraphs::DeviceSpan<const float> x) {
+    DeviceBuffer<float> out(x.size());
+    add_uniforms<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), x.data(), x.size(),
+                                                                                   a.philox(1));
+    return out;
+  };
+  auto g = cugraphs::make_graphed_callable(noise, cugraphs::DeviceSpan<const float>(in.span()));
+  CHECK(a.offset() == 0);  // three warm-up calls drew, and gave it back
+  for (int call = 0; call < 3; ++call) {
+    const auto out = g(cugraphs::DeviceSpan<const float>(in.span()));
+    draw(b, ref, 1, stream);
+    REQUIRE(bitwise_equal(host(out), ref.to_host()));
+  }
+  // A cache: the first use of each bucket warms it up; calls in any order of buckets.
+  auto rows = [&a](const int& n) {
+    DeviceBuffer<float> out(static_cast<std::size_t>(n));
+    uniforms<<<blocks_for(out.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), out.size(), a.philox(1),
+                                                                                  1);
+    return out;
+  };
+  auto cache = cugraphs::make_graph_cache(std::vector<int>{256, 1024}, rows);
+  DeviceBuffer<float> small(256), large(1024);
+  for (const int key : {256, 1024, 256, 1024}) {
+    const auto out = cache(key);
+    DeviceBuffer<float>& want = key == 256 ? small : large;
+    draw(b, want, 1, stream);
+    REQUIRE(bitwise_equal(host(out), want.to_host()));
+  }
+  CHECK(a.offset() == b.offset());
+}

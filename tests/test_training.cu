@@ -247,7 +247,7 @@ TEST_CASE("GraphedPair: values saved for the backward take no gradient, and a fo
   static_assert(std::is_same_v<decltype(pair)::Outputs, Out>);
   static_assert(std::is_same_v<decltype(pair)::Saved, Out>);
   static_assert(std::is_same_v<decltype(pair)::GradOutputs, In>);  // no gradient for the mask
-  gen.manual_seed(99);  // the warm-up drew from it
+  gen.manual_seed(99);  // the warm-up gave its draws back; both reseeded alike anyway
   gen_eager.manual_seed(99);
   auto eager = dropout(gen_eager);
 

@@ -41,14 +41,17 @@ public:
   Graph& operator=(const Graph&) = delete;
 
   /// Begins capturing on opts.stream (default: capture_stream() of the current device) into
-  /// opts.pool (default: a fresh private pool). Until capture_end, DeviceBuffers made on
-  /// this thread draw from that pool.
+  /// opts.pool (default: a fresh private pool). Until capture_end (or capture_abort), that
+  /// stream is this thread's current_stream(), as inside a CaptureScope, and DeviceBuffers
+  /// made on this thread draw from that pool. A StreamGuard made after capture_begin must
+  /// end before capture_end (it would make the capture stream current again).
   void capture_begin(const CaptureOptions& opts = {});
 
   /// Ends the capture, instantiates the graph and uploads it: the one-time costs are paid
   /// here, not on the first replay (unless CaptureOptions::instantiate was false). On
-  /// failure (an invalidated capture, unjoined work) the graph is left empty and reusable,
-  /// and the Error says why.
+  /// failure (an invalidated capture, unjoined work, a capture that recorded no work unless
+  /// CaptureOptions::allow_empty) the graph is left empty and reusable, and the Error says
+  /// why. The current stream is again the one capture_begin found.
   void capture_end();
 
   /// Ends an open capture and discards it: the stream stops capturing and the graph is
@@ -95,7 +98,7 @@ public:
   /// empty. Capture `source` with CaptureOptions::instantiate = false.
   [[nodiscard]] UpdateResult update(Graph&& source, const UpdateOptions& opts = {});
 
-  /// Captures `fn` as this graph's own capture was made (its pool, mode and device), without
+  /// Captures `fn` as this graph's own capture was made (its pool, mode, stream and device), without
   /// instantiating it, and applies it with update(Graph&&, opts). `fn` takes the
   /// CaptureScope (to open conditional scopes) or the capture stream.
   template <class F>
@@ -104,7 +107,8 @@ public:
 
   /// One call for a loop that captures the same step every time: the first call captures
   /// `fn` (with `opts`) and instantiates it; later calls capture it again as this graph's
-  /// capture was made and apply it with update() (instantiating anew when the executable
+  /// capture was made, on opts.stream where it is given (else on the stream the last capture
+  /// used, which must still exist), and apply it with update() (instantiating anew when the executable
   /// cannot take it in place). `fn` takes the CaptureScope or the capture stream.
   template <class F>
     requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
@@ -248,6 +252,8 @@ private:
   detail::Owned<detail::CaptureSession> capture_;  // set while capturing (and after a self-aborted capture)
   CaptureMode mode_ = CaptureMode::Global;
   EscapeCheck escapes_ = EscapeCheck::Auto;  // as captured: recapture_options() repeats it
+  cudaStream_t stream_ = nullptr;            // CaptureOptions::stream as asked (null: capture_stream()); repeated too
+  bool allow_empty_ = false;                 // CaptureOptions::allow_empty; repeated too
   int device_ = 0;
   bool debug_ = false;
   bool moved_from_ = false;

@@ -57,6 +57,10 @@ struct CaptureOptions {
   /// How each launch gets its fresh random-number offsets and staged input addresses
   /// (see PerLaunch): the results are the same, the costs differ.
   PerLaunch per_launch = PerLaunch::Auto;
+  /// false: capture_end refuses a capture that recorded no work (an Error, the graph left
+  /// empty and reusable): its work went to some other stream, ran once, now, and would be
+  /// missing from every replay. true: an empty graph is kept (its replays do nothing).
+  bool allow_empty = false;
 };
 
 namespace detail {

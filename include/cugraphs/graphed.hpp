@@ -140,8 +140,21 @@ void check_warm_up(std::string_view op, int iterations, const Args&... samples) 
 // The warm-up of graphed callables, pairs and caches: `iterations` eager calls of `step`
 // with `s` as the current stream, which let libraries initialise lazily before a capture,
 // then a wait for their work. Whatever a call returns (buffers) is freed right after it.
+// Random numbers the calls draw are taken back at the end (tls_warm_up_draws), also when a
+// call throws.
 template <class Step>
 void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step) {
+  struct TakeBack {
+    std::vector<DrawnInWarmUp> drawn;
+    std::vector<DrawnInWarmUp>* outer = std::exchange(tls_warm_up_draws, &drawn);
+    TakeBack() = default;
+    TakeBack(const TakeBack&) = delete;
+    TakeBack& operator=(const TakeBack&) = delete;
+    ~TakeBack() {
+      tls_warm_up_draws = outer;
+      take_back_draws(drawn);
+    }
+  } take_back;
   StreamGuard on(s);
   for (int i = 0; i < iterations; ++i) static_cast<void>(step());
   check(cudaStreamSynchronize(s), "{}: waiting for the warm-up calls", op);

@@ -74,6 +74,11 @@ public:
 private:
   // The state; a moved-from Generator has none.
   [[nodiscard]] detail::GeneratorState& state(std::string_view op) const;
+  // During a warm-up on this thread, records `s` (this generator's state, locked) as it is
+  // before the warm-up first changes it (detail::tls_warm_up_draws).
+  void note_warm_up_draw(const detail::GeneratorState& s) const;
+  // Then records what the change left (the state a take-back expects to find).
+  void noted_warm_up_change(const detail::GeneratorState& s) const;
 
   std::shared_ptr<detail::GeneratorState> state_;
 };

@@ -87,12 +87,12 @@ void set_current_stream(cudaStream_t stream) noexcept;
 // Where `from` is capturing and `to` is a stream of the program's that is not (neither the
 // legacy nor the per-thread default stream), makes `to` wait for `from` in the capture, so
 // that what is launched on `to` from here on is captured into the same graph after `from`'s
-// work; returns the event for join_capture. Otherwise does nothing and returns null. Throws
-// an Error where CUDA refuses the fork.
-[[nodiscard]] cudaEvent_t fork_into_capture(cudaStream_t from, cudaStream_t to);
+// work, and returns true. Otherwise does nothing and returns false. Throws an Error where
+// CUDA refuses the fork.
+[[nodiscard]] bool fork_into_capture(cudaStream_t from, cudaStream_t to);
 // Makes `from` wait for what `to` captured since fork_into_capture, where both still capture
-// (an unjoined stream fails the capture's end loudly otherwise), and destroys `event`.
-void join_capture(cudaEvent_t event, cudaStream_t from, cudaStream_t to) noexcept;
+// (an unjoined stream fails the capture's end loudly otherwise).
+void join_capture(cudaStream_t from, cudaStream_t to) noexcept;
 }  // namespace detail
 
 /// This thread's current stream: where Graph::replay() and GraphedCallable launch by
@@ -111,12 +111,12 @@ class StreamGuard {
 public:
   explicit StreamGuard(cudaStream_t stream)
       : previous_(detail::tls_current_stream), stream_(stream),
-        fork_(detail::fork_into_capture(previous_, stream)) {
+        forked_(detail::fork_into_capture(previous_, stream)) {
     detail::set_current_stream(stream);
   }
   ~StreamGuard() {
     detail::set_current_stream(previous_);
-    if (fork_ != nullptr) detail::join_capture(fork_, previous_, stream_);
+    if (forked_) detail::join_capture(previous_, stream_);
   }
   StreamGuard(const StreamGuard&) = delete;
   StreamGuard& operator=(const StreamGuard&) = delete;
@@ -124,7 +124,7 @@ public:
 private:
   cudaStream_t previous_;
   cudaStream_t stream_;
-  cudaEvent_t fork_;  // null: nothing forked
+  bool forked_;
 };
 
 /// While it lives, calls `fn(context, stream)` on the thread that made it each time cugraphs

@@ -101,6 +101,20 @@ public:
   [[nodiscard]] std::optional<unsigned> unread_leaf(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
                                                     std::span<const Range> collectives, std::string_view op) const;
 
+  // A generator of the graph whose draws reach no node: its device words' address (every
+  // draw's PhiloxArgs::base) in no kernel's arguments (top-level, nested, the runtime's or
+  // the driver's) and in no host memory a copy carries to the device. A kernel that took a
+  // draw's .seed and .offset as plain numbers draws the same numbers at every launch. None
+  // when every generator is reached, or when some node cannot be read. Capture time only.
+  [[nodiscard]] std::optional<unsigned> unreached_generator(cudaGraph_t g,
+                                                            const std::vector<ConditionalMade>& conditionals,
+                                                            std::string_view op) const;
+  // Whether some kernel of `g` takes, side by side, what a draw of `generator` holds inside
+  // a capture as its .seed and .offset (0, then the draw's offset in the graph; 8 or 4 bytes
+  // each, as two parameters or within one): the sign of a kernel given them as numbers.
+  [[nodiscard]] bool takes_placeholder(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
+                                       unsigned generator, std::string_view op) const;
+
   // How many kernel nodes each launch sets.
   [[nodiscard]] std::size_t nodes() const noexcept { return patched_.size(); }
 
@@ -249,6 +263,9 @@ private:
   // inputs read in place, the static inputs' addresses (not in the staging node).
   void find_sites(PatchedNode& n) const;
 
+  // Whether `bytes` (one parameter) are the staging copy's StageArgs: its table of sources is
+  // this ring's, whatever it reads them from.
+  [[nodiscard]] bool is_stage_args(std::span<const std::byte> bytes) const noexcept;
   // The static input whose bytes (first to one past the last) hold address `w`, if one does;
   // read in place, its pads too (kInPlacePad bytes before and after it).
   [[nodiscard]] std::optional<unsigned> leaf_at(std::uint64_t w) const noexcept;
@@ -364,6 +381,44 @@ private:
   // shared with the graph's holder (NativeGraph::keep), since the node names it.
   std::shared_ptr<CUevent_st> done_;
 };
+
+// Visits every node of `g`, its child graphs' and the bodies of the conditional nodes in
+// `conditionals`: `kernel(params)` with a kernel node's arguments, one span a parameter (the
+// runtime's reading, else the driver's), `copy(p)` with a memcpy node's parameters,
+// `set(p)` with a memset node's. `kernel` and `copy` return false where they cannot judge
+// the node. False where some node could not be read or judged (the walk stops there).
+template <class Kernel, class Copy, class Set>
+bool walk_nodes(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals, std::string_view op, Kernel&& kernel,
+                Copy&& copy, Set&& set) {
+  for (cudaGraphNode_t n : graph_nodes(g, op)) {
+    cudaGraphNodeType t{};
+    if (cudaGraphNodeGetType(n, &t) != cudaSuccess) return false;
+    if (t == cudaGraphNodeTypeKernel) {
+      const auto bytes_of = kernel_param_bytes(n);
+      if (!bytes_of || !kernel(std::span<const std::span<const std::byte>>(bytes_of->spans()))) return false;
+    } else if (t == cudaGraphNodeTypeMemcpy) {
+      cudaMemcpy3DParms p{};
+      if (cudaGraphMemcpyNodeGetParams(n, &p) != cudaSuccess || !copy(p)) return false;
+    } else if (t == cudaGraphNodeTypeMemset) {
+      cudaMemsetParams p{};
+      if (cudaGraphMemsetNodeGetParams(n, &p) != cudaSuccess) return false;
+      set(p);
+    } else if (cudaGraph_t child = nullptr; t == cudaGraphNodeTypeGraph) {
+      if (cudaGraphChildGraphNodeGetGraph(n, &child) != cudaSuccess ||
+          !walk_nodes(child, conditionals, op, kernel, copy, set))
+        return false;
+    }
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+    else if (t == cudaGraphNodeTypeConditional) {
+      const auto made = std::ranges::find(conditionals, n, &ConditionalMade::node);
+      if (made == conditionals.end()) return false;
+      for (cudaGraph_t body : made->bodies)
+        if (!walk_nodes(body, conditionals, op, kernel, copy, set)) return false;
+    }
+#endif
+  }
+  return true;
+}
 
 }  // namespace cugraphs::detail
 

@@ -36,8 +36,11 @@ namespace cugraphs::detail {
 // build time, a driver without it); else the call's own error.
 [[nodiscard]] cudaError_t stream_wait_at_least(cudaStream_t stream, const unsigned* word, unsigned value) noexcept;
 
-// Makes `waiter` wait for the work queued on `producer` so far (an event recorded there).
+// Makes `waiter` wait for the work queued on `producer` so far (an event recorded there, and
+// destroyed: in a capture the wait is an edge of the graph). The same returning CUDA's error
+// (left on the thread) instead of throwing.
 void wait_for_stream(cudaStream_t waiter, cudaStream_t producer, std::string_view op);
+[[nodiscard]] cudaError_t try_wait_for_stream(cudaStream_t waiter, cudaStream_t producer) noexcept;
 
 // Whether new graphs should rely on stream_wait_at_least: CUDA 12.5+ at build time, a driver
 // that has the call, and not switched off by set_stream_waits (tests take the fallbacks that

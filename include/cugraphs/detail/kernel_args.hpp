@@ -78,6 +78,18 @@ private:
 // kernel without parameters.
 [[nodiscard]] std::optional<std::vector<std::vector<std::byte>>> driver_kernel_args(cudaGraphNode_t node);
 
+// A kernel node's argument bytes: as the runtime lays them out (KernelArgs::read) or, for a
+// kernel only the driver can read (launched through the driver API, by a library such as
+// cuBLAS), as the driver does (driver_kernel_args).
+struct KernelParamBytes {
+  std::optional<KernelArgs> runtime;              // none: read through the driver
+  std::vector<std::vector<std::byte>> driver;     // one blob a parameter
+  // One span a parameter, into this object's bytes.
+  [[nodiscard]] std::vector<std::span<const std::byte>> spans() const;
+};
+// None where neither can read them; `runtime` false asks the driver only.
+[[nodiscard]] std::optional<KernelParamBytes> kernel_param_bytes(cudaGraphNode_t node, bool runtime = true);
+
 // A kernel node that this runtime cannot name (launched through the driver API, by a library
 // such as cuBLAS), read through the driver: its launch as KernelArgs, whose function is null,
 // and the function (CUfunction) that set_exec_kernel_node sets it with. Its arguments may

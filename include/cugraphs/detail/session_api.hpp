@@ -13,6 +13,7 @@
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <string_view>
@@ -24,6 +25,24 @@ namespace cugraphs::detail {
 
 class CaptureSession;
 struct GraphCore;
+struct GeneratorState;
+
+// A warm-up (graphed callables, pairs, caches) runs f eagerly to let libraries initialise;
+// its draws are taken back at its end, so that the calls after it draw what the eager
+// program's calls would. While one runs on a thread, this is its list: each generator drawn
+// from (or reseeded) there, once, with its (seed, offset) from before and as this thread's
+// last draw left it.
+struct DrawnInWarmUp {
+  std::shared_ptr<GeneratorState> state;
+  std::uint64_t seed;
+  std::uint64_t offset;
+  std::uint64_t seed_after;
+  std::uint64_t offset_after;
+};
+inline thread_local std::vector<DrawnInWarmUp>* tls_warm_up_draws = nullptr;
+// Puts each generator of `drawn` back where it was, where nothing else has moved it since
+// the warm-up's last draw (another thread's draws, a replay): those stay (rng.ipp).
+CUGRAPHS_INLINE void take_back_draws(std::span<const DrawnInWarmUp> drawn) noexcept;
 
 inline thread_local std::vector<CaptureSession*> tls_captures;  // open on this thread, innermost last
 

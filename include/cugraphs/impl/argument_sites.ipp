@@ -97,35 +97,13 @@ CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::unread_leaf(cudaGraph_t g
   for (const auto& [at, bytes] : collectives) mark_range(reinterpret_cast<const void*>(at), bytes);
   // Twice at most: the words alone, then (for leaves still unread) what they name, which
   // costs a query a word.
-  bool known = true;
   for (const bool deep : {false, true}) {
     if (all_read()) return std::nullopt;
-    const auto walk = [&, this](const auto& self, cudaGraph_t graph) -> void {
-      for (cudaGraphNode_t n : graph_nodes(graph, op)) {
-        cudaGraphNodeType t{};
-        if (!known || cudaGraphNodeGetType(n, &t) != cudaSuccess) {
-          known = false;
-          return;
-        }
-        if (t == cudaGraphNodeTypeKernel) {
-          const auto args = KernelArgs::read(n);
-          const auto blobs = args ? std::nullopt : driver_kernel_args(n);
-          if (!args && !blobs) {
-            known = false;
-            return;
-          }
-          std::vector<std::span<const std::byte>> params;
-          if (args)
-            for (const auto& q : args->params()) params.emplace_back(args->bytes() + q.offset, q.size);
-          else
-            params.assign(blobs->begin(), blobs->end());
-          const bool stage = std::ranges::any_of(params, [&, this](std::span<const std::byte> b) {
-            StageArgs a;
-            if (b.size() != sizeof a) return false;
-            std::memcpy(&a, b.data(), sizeof a);
-            return a.sources == rec_.sources;
-          });
-          if (stage) continue;
+    const bool known = walk_nodes(
+        g, conditionals, op,
+        [&, this](std::span<const std::span<const std::byte>> params) {
+          if (std::ranges::any_of(params, [this](std::span<const std::byte> b) { return is_stage_args(b); }))
+            return true;
           for (const auto bytes : params) {
             mark_words(bytes);
             if (deep) {
@@ -133,60 +111,111 @@ CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::unread_leaf(cudaGraph_t g
               if (const auto leaf = table_in(bytes)) read[*leaf] = true;
             }
           }
-        } else if (t == cudaGraphNodeTypeMemcpy) {
-          cudaMemcpy3DParms p{};
-          if (cudaGraphMemcpyNodeGetParams(n, &p) != cudaSuccess) {
-            known = false;
-            return;
-          }
+          return true;
+        },
+        [&, this](const cudaMemcpy3DParms& p) {
           if (p.srcArray == nullptr) mark_range(p.srcPtr.ptr, copy_extent(p, p.srcPtr, p.srcPos));
           if (p.dstArray == nullptr) mark_range(p.dstPtr.ptr, copy_extent(p, p.dstPtr, p.dstPos));
-          if (deep && p.srcArray == nullptr) {
-            // Host memory's words as the host holds them now (a table of addresses, a bindless
-            // table of textures); memory that cannot be searched may hold an address.
-            if (const auto host = host_source(p); host && host->searched) {
-              mark_words(host->words);
-              if (host->words.size() <= kTableSearched)
-                if (const auto leaf = texture_leaf(host->words)) read[*leaf] = true;
-            } else if (host || (p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyDeviceToHost &&
-                                plain_pageable(p.srcPtr.ptr, {}))) {
-              known = false;
-              return;
-            }
+          if (!deep || p.srcArray != nullptr) return true;
+          // Host memory's words as the host holds them now (a table of addresses, a bindless
+          // table of textures); memory that cannot be searched may hold an address.
+          if (const auto host = host_source(p); host && host->searched) {
+            mark_words(host->words);
+            if (host->words.size() <= kTableSearched)
+              if (const auto leaf = texture_leaf(host->words)) read[*leaf] = true;
+            return true;
+          } else {
+            return !host && (p.kind == cudaMemcpyDeviceToDevice || p.kind == cudaMemcpyDeviceToHost ||
+                             !plain_pageable(p.srcPtr.ptr, {}));
           }
-        } else if (t == cudaGraphNodeTypeMemset) {
-          cudaMemsetParams p{};
-          if (cudaGraphMemsetNodeGetParams(n, &p) != cudaSuccess) {
-            known = false;
-            return;
-          }
+        },
+        [&](const cudaMemsetParams& p) {
           mark_range(p.dst, std::max(p.pitch, p.width * p.elementSize) * std::max<std::size_t>(p.height, 1));
-        } else if (cudaGraph_t child = nullptr; t == cudaGraphNodeTypeGraph) {
-          if (cudaGraphChildGraphNodeGetGraph(n, &child) != cudaSuccess) {
-            known = false;
-            return;
-          }
-          self(self, child);
-        }
-#if CUGRAPHS_HAS_CONDITIONAL_NODES
-        else if (t == cudaGraphNodeTypeConditional) {
-          const auto made = std::ranges::find(conditionals, n, &ConditionalMade::node);
-          if (made == conditionals.end()) {
-            known = false;
-            return;
-          }
-          for (cudaGraph_t body : made->bodies) self(self, body);
-        }
-#endif
-      }
-    };
-    walk(walk, g);
-    (void)cudaGetLastError();
+        });
+    (void)cudaGetLastError();  // a query's own error
     if (!known) return std::nullopt;
   }
   for (std::size_t i = 0; i < read.size(); ++i)
     if (!read[i]) return static_cast<unsigned>(i);
   return std::nullopt;
+}
+
+CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::unreached_generator(cudaGraph_t g,
+    const std::vector<ConditionalMade>& conditionals, std::string_view op) const {
+  RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
+  // A draw reaches the device only through its device words' address (PhiloxArgs::base):
+  // as a kernel argument, or in host memory a copy carries to the device.
+  std::vector<bool> reached(rec_.generators, false);
+  const auto words = reinterpret_cast<std::uintptr_t>(rec_.words);
+  const auto mark_words = [&, this](std::span<const std::byte> bytes) {
+    for (std::size_t at = 0; at + 8 <= bytes.size(); at += 8) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, bytes.data() + at, sizeof w);
+      if (w >= words && w < words + 16 * rec_.generators) reached[(w - words) / 16] = true;
+    }
+  };
+  const bool known = walk_nodes(
+      g, conditionals, op,
+      [&](std::span<const std::span<const std::byte>> params) {
+        for (const auto bytes : params) mark_words(bytes);
+        return true;
+      },
+      [&](const cudaMemcpy3DParms& p) {
+        // Device memory holds a draw's PhiloxArgs only where a kernel that took them wrote them
+        // (or the program wrote them outside the graph while it was captured: not judged).
+        if (p.srcArray != nullptr) return true;
+        const auto host = host_source(p);
+        if (host && host->searched) mark_words(host->words);
+        return host ? host->searched : !plain_pageable(p.srcPtr.ptr, {});
+      },
+      [](const cudaMemsetParams&) {});
+  (void)cudaGetLastError();
+  if (!known) return std::nullopt;
+  for (unsigned i = 0; i < rec_.generators; ++i)
+    if (!reached[i] && std::ranges::any_of(rec_.draws, [i](const DrawMade& d) { return d.generator == i; })) return i;
+  return std::nullopt;
+}
+
+CUGRAPHS_INLINE bool ArgumentSites::takes_placeholder(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
+                                                      unsigned generator, std::string_view op) const {
+  RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
+  std::vector<std::uint64_t> offsets;
+  for (const DrawMade& d : rec_.draws)
+    if (d.generator == generator) offsets.push_back(d.offset);
+  const auto pair = [&](std::uint64_t seed, std::uint64_t offset, bool narrow) {
+    return seed == 0 && std::ranges::any_of(offsets, [&](std::uint64_t o) { return offset == (narrow ? o & 0xffffffffu : o); });
+  };
+  const auto read = [](const std::byte* p, std::size_t bytes) {
+    std::uint64_t v = 0;
+    if (bytes == 4) {
+      std::uint32_t w = 0;
+      std::memcpy(&w, p, 4);
+      v = w;
+    } else {
+      std::memcpy(&v, p, 8);
+    }
+    return v;
+  };
+  bool found = false;
+  (void)walk_nodes(
+      g, conditionals, op,
+      [&](std::span<const std::span<const std::byte>> params) {
+        for (std::size_t k = 0; k < params.size() && !found; ++k) {
+          const auto a = params[k];
+          // Two parameters: (seed, offset) of 8 or 4 bytes each.
+          if (k + 1 < params.size() && (a.size() == 8 || a.size() == 4) && params[k + 1].size() == a.size())
+            found = pair(read(a.data(), a.size()), read(params[k + 1].data(), a.size()), a.size() == 4);
+          // Within one (a struct of them).
+          for (std::size_t at = 0; !found && at + 16 <= a.size(); at += 8)
+            found = pair(read(a.data() + at, 8), read(a.data() + at + 8, 8), false);
+          for (std::size_t at = 0; !found && at + 8 <= a.size(); at += 4)
+            found = pair(read(a.data() + at, 4), read(a.data() + at + 4, 4), true);
+        }
+        return !found;  // stops the walk once found
+      },
+      [](const cudaMemcpy3DParms&) { return true; }, [](const cudaMemsetParams&) {});
+  (void)cudaGetLastError();
+  return found;
 }
 
 CUGRAPHS_INLINE void ArgumentSites::ready(cudaGraph_t g, std::string_view op) {
@@ -228,12 +257,8 @@ CUGRAPHS_INLINE void ArgumentSites::find_sites(PatchedNode& n) const {
     });
   n.leaves.clear();
   if (rec_.sources == nullptr) return;
-  for (const auto& q : n.args.params()) {
-    if (q.size != sizeof(StageArgs)) continue;
-    StageArgs a;
-    std::memcpy(&a, n.args.bytes() + q.offset, sizeof a);
-    if (a.sources == rec_.sources && a.leaves == rec_.leaves) n.stage = q.offset;
-  }
+  for (const auto& q : n.args.params())
+    if (is_stage_args({n.args.bytes() + q.offset, q.size})) n.stage = q.offset;
   if (!rec_.in_place || n.stage) return;
   for (const auto& q : n.args.params())
     for (std::size_t at = 0; at + 8 <= q.size; at += 8) {
@@ -242,6 +267,13 @@ CUGRAPHS_INLINE void ArgumentSites::find_sites(PatchedNode& n) const {
       if (const auto leaf = leaf_at(w))
         n.leaves.push_back({q.offset + at, *leaf, w - reinterpret_cast<std::uintptr_t>(rec_.statics[*leaf].dst)});
     }
+}
+
+CUGRAPHS_INLINE bool ArgumentSites::is_stage_args(std::span<const std::byte> bytes) const noexcept {
+  if (rec_.sources == nullptr || bytes.size() != sizeof(StageArgs)) return false;
+  StageArgs a;
+  std::memcpy(&a, bytes.data(), sizeof a);
+  return a.sources == rec_.sources && a.leaves == rec_.leaves;
 }
 
 CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::leaf_at(std::uint64_t w) const noexcept {
@@ -364,21 +396,14 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
   const auto names = [](unsigned leaf) { return format("static input leaf {}", leaf); };
   switch (t) {
     case cudaGraphNodeTypeKernel: {
-      // Its arguments, as the runtime lays them out or, for a kernel launched through the
-      // driver API (by a library such as cuBLAS), as the driver does.
-      const auto args = KernelArgs::read(node);
-      const auto blobs = args ? std::nullopt : driver_kernel_args(node);
-      if (!args && !blobs)
+      const auto bytes_of = kernel_param_bytes(node);
+      if (!bytes_of)
         return format("{} ({}) is a kernel whose arguments CUDA cannot read (they might hold a static input's "
                       "address)", where, describe_node(node));
-      std::vector<std::span<const std::byte>> params;
-      if (args)
-        for (const auto& q : args->params()) params.emplace_back(args->bytes() + q.offset, q.size);
-      else
-        params.assign(blobs->begin(), blobs->end());
+      const auto params = bytes_of->spans();
       for (const auto bytes : params)
         if (const auto leaf = leaf_in(bytes))
-          return args ? format("{} ({}) takes the address of {}, and nodes there cannot be set at each call", where,
+          return bytes_of->runtime ? format("{} ({}) takes the address of {}, and nodes there cannot be set at each call", where,
                                describe_node(node), names(*leaf))
                       : format("{} ({}) takes the address of {} among the arguments of a kernel this runtime cannot "
                                "set (launched through the driver API, by a library such as cuBLAS)",
@@ -523,15 +548,10 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::draw_elsewhere(cudaGra
   if (cudaGraphNodeGetType(node, &t) != cudaSuccess) return "a node whose type CUDA cannot say";
   switch (t) {
     case cudaGraphNodeTypeKernel: {
-      const auto args = nested ? KernelArgs::read(node) : std::nullopt;
-      const auto blobs = args ? std::nullopt : driver_kernel_args(node);
-      if (!args && !blobs) return std::string("a kernel node whose arguments CUDA cannot read (which might hold a draw)");
-      bool holds = false;
-      if (args)
-        for (const auto& q : args->params()) holds = holds || holds_draw({args->bytes() + q.offset, q.size});
-      else
-        for (const auto& b : *blobs) holds = holds || holds_draw(b);
-      if (holds)
+      // A top-level kernel the runtime can read is judged by find(): here only the driver's.
+      const auto bytes_of = kernel_param_bytes(node, nested);
+      if (!bytes_of) return std::string("a kernel node whose arguments CUDA cannot read (which might hold a draw)");
+      if (std::ranges::any_of(bytes_of->spans(), [this](std::span<const std::byte> b) { return holds_draw(b); }))
         return std::string(nested ? "a kernel inside a conditional body or a child graph takes the PhiloxArgs of a "
                                     "draw"
                                   : "a kernel that this CUDA runtime cannot name (launched through the driver API "

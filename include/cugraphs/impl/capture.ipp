@@ -74,6 +74,8 @@ CUGRAPHS_INLINE CaptureOptions Graph::recapture_options(std::string_view op) con
   co.pool = pool();
   co.mode = mode_;
   co.escapes = escapes_;
+  co.stream = stream_;  // work the step queues on the stream it made current is captured again
+  co.allow_empty = allow_empty_;
   co.instantiate = false;
   co.device_launch = view().exec.device_launch();
   co.per_launch = view().exec.per_launch_asked();  // the same choice, so that the topologies can match
@@ -105,8 +107,11 @@ CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
                                             device, opts.instantiate, opts.device_launch, guard, this, op));
   capture_->per_launch = opts.per_launch;
   capture_->check_copies = guard;
+  capture_->allow_empty = opts.allow_empty;
   mode_ = opts.mode;
   escapes_ = opts.escapes;
+  stream_ = opts.stream;
+  allow_empty_ = opts.allow_empty;
   device_ = device;
   moved_from_ = false;
 }
@@ -175,6 +180,8 @@ CUGRAPHS_INLINE UpdateResult Graph::update(Graph&& source, const UpdateOptions& 
     core_->pool = std::move(source.core_->pool);
     mode_ = source.mode_;
     escapes_ = source.escapes_;
+    stream_ = source.stream_;
+    allow_empty_ = source.allow_empty_;
   }
   return r;
 }
@@ -262,6 +269,8 @@ CUGRAPHS_INLINE void Graph::take(Graph& o) noexcept {
   if (capture_) capture_->owner = this;  // scopes open on the capture follow the move
   mode_ = o.mode_;
   escapes_ = o.escapes_;
+  stream_ = o.stream_;
+  allow_empty_ = o.allow_empty_;
   device_ = o.device_;
   debug_ = o.debug_;
   moved_from_ = false;

@@ -14,10 +14,8 @@ namespace cugraphs {
 
 CUGRAPHS_INLINE CaptureScope::CaptureScope(Graph& graph, const CaptureOptions& opts)
     : graph_(&graph), uncaught_(std::uncaught_exceptions()) {
-  graph.capture_begin(opts);
-  detail::CaptureSession& s = *detail::innermost_capture();  // the capture just begun
-  capture_id_ = s.id;
-  s.streams.push(s.stream);
+  graph.capture_begin(opts);  // makes the capture stream current until the capture ends
+  capture_id_ = detail::innermost_capture()->id;  // the capture just begun
 }
 
 CUGRAPHS_INLINE detail::CaptureSession* CaptureScope::session() const noexcept {
@@ -57,7 +55,6 @@ CUGRAPHS_INLINE void CaptureScope::end() {
                              "before ending the capture",
                          n);
   open_ = false;
-  s->streams.pop();
   graph_ = s->owner;
   graph_->capture_end();
 }

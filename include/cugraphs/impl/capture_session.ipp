@@ -24,10 +24,9 @@ CUGRAPHS_INLINE CaptureSession::CaptureSession(std::shared_ptr<Pool> p, cudaStre
   open_ = true;
   share.attach(pool);
   log.mark();
-  if (!guard) return;
   CUGRAPHS_TRY {
-    const auto depth = static_cast<std::size_t>(tls_captures.size() - 1);
-    guard_.fork(stream, device, depth, op);
+    streams.push(stream);  // current_stream() is the capture stream until the capture ends
+    if (guard) guard_.fork(stream, device, static_cast<std::size_t>(tls_captures.size() - 1), op);
   } CUGRAPHS_CATCH_ALL {
     abort();
     CUGRAPHS_RETHROW;
@@ -59,7 +58,13 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   std::optional<std::string> pageable;
   if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && check_copies)
     pageable = pageable_copy(c.graph, frames.made());
-  const bool ok = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !pageable;
+  // A capture that recorded nothing: its work went to another stream and ran once, now.
+  const bool empty = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !pageable && !allow_empty &&
+                     [&] {
+                       std::size_t n = 0;
+                       return cudaGraphGetNodes(c.graph, nullptr, &n) == cudaSuccess && n == 0;
+                     }();
+  const bool ok = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !pageable && !empty;
   const std::string driver_said = e != cudaSuccess ? log.since() : std::string{};
   if (ring) ring->end_capture();
   close(ok);
@@ -78,6 +83,12 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   if (per_thread_escape)
     throw_error(cudaErrorStreamCaptureUnjoined, op, "{}", per_thread_escape_message(guard_.per_thread_escape()));
   if (pageable) throw_error(cudaErrorInvalidValue, op, "{}", pageable_copy_message(*pageable));
+  if (empty)
+    throw_misuse(op, "the capture recorded no work: nothing was queued on its stream {} (current_stream() while "
+                     "the capture is open). Work queued on another stream of the program's ran once, now, and "
+                     "would be missing from every replay; queue it on current_stream() (CaptureScope::stream(), "
+                     "Graph::stream()), or set CaptureOptions::allow_empty to keep an empty graph",
+                 static_cast<const void*>(stream));
   const cudaError_t why = e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated;
   (void)cudaGetLastError();
   const bool escape = why == cudaErrorStreamCaptureInvalidated && escaped == cudaErrorStreamCaptureImplicit;

@@ -19,14 +19,20 @@ CUGRAPHS_INLINE int current_device() {
   return d;
 }
 
-CUGRAPHS_INLINE void wait_for_stream(cudaStream_t waiter, cudaStream_t producer, std::string_view op) {
-  if (waiter == producer) return;
+CUGRAPHS_INLINE cudaError_t try_wait_for_stream(cudaStream_t waiter, cudaStream_t producer) noexcept {
+  if (waiter == producer) return cudaSuccess;
   cudaEvent_t e = nullptr;
-  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "{}: cudaEventCreateWithFlags", op);
-  cudaError_t r = cudaEventRecord(e, producer);
+  cudaError_t r = cudaEventCreateWithFlags(&e, cudaEventDisableTiming);
+  if (r != cudaSuccess) return r;
+  r = cudaEventRecord(e, producer);
   if (r == cudaSuccess) r = cudaStreamWaitEvent(waiter, e, 0);
   report_in_destructor(cudaEventDestroy(e), "cudaEventDestroy");
-  check(r, "{}: ordering a stream after another (cudaEventRecord, cudaStreamWaitEvent)", op);
+  return r;
+}
+
+CUGRAPHS_INLINE void wait_for_stream(cudaStream_t waiter, cudaStream_t producer, std::string_view op) {
+  check(try_wait_for_stream(waiter, producer), "{}: ordering a stream after another (cudaEventRecord, "
+                                               "cudaStreamWaitEvent)", op);
 }
 
 CUGRAPHS_INLINE int device_count() noexcept {

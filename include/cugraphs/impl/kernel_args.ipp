@@ -126,6 +126,25 @@ CUGRAPHS_INLINE std::optional<DriverNode> read_driver_node(cudaGraphNode_t node)
 }
 #endif
 
+CUGRAPHS_INLINE std::vector<std::span<const std::byte>> KernelParamBytes::spans() const {
+  std::vector<std::span<const std::byte>> out;
+  if (runtime)
+    for (const auto& q : runtime->params()) out.emplace_back(runtime->bytes() + q.offset, q.size);
+  else
+    out.assign(driver.begin(), driver.end());
+  return out;
+}
+
+CUGRAPHS_INLINE std::optional<KernelParamBytes> kernel_param_bytes(cudaGraphNode_t node, bool runtime) {
+  KernelParamBytes p;
+  if (runtime) p.runtime = KernelArgs::read(node);
+  if (p.runtime) return p;
+  auto blobs = driver_kernel_args(node);
+  if (!blobs) return std::nullopt;
+  p.driver = std::move(*blobs);
+  return p;
+}
+
 CUGRAPHS_INLINE std::optional<std::vector<std::vector<std::byte>>> driver_kernel_args(cudaGraphNode_t node) {
 #if CUGRAPHS_CTK_AT_LEAST(12, 5)
   const auto d = read_driver_node(node);

@@ -82,6 +82,26 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
                        "GraphedOptions::allow_unused_input",
                    *leaf, statics_[*leaf].bytes);
   }
+  // A kernel that took a draw's .seed and .offset as numbers (what a ported kernel taking
+  // (seed, offset) gets) holds a place, not numbers: the same ones at every launch.
+  if ((policy_ == PerLaunch::Auto || policy_ == PerLaunch::Parameters) && !draws_.empty()) {
+    const ArgumentSites probe({values(), uses_.size(), draws_, sources_.get(), leaves_, statics_, in_place_, {}});
+    // Under Auto, a draw no node reaches may be unused on purpose: refused where a kernel
+    // takes its placeholder numbers (Parameters refuses it anyway, for want of arguments).
+    const auto gen = probe.unreached_generator(g, facts.conditionals, op);
+    if (gen && (policy_ == PerLaunch::Parameters || probe.takes_placeholder(g, facts.conditionals, *gen, op))) {
+      const auto first = std::ranges::find(draws_, *gen, &DrawMade::generator);
+      throw_misuse(op, "the capture drew from a generator ({} of the graph; its first draw at offset {} within the "
+                       "graph), but no node of the graph reaches its draws: no kernel's arguments hold a PhiloxArgs "
+                       "it returned, and no copy carries one. A kernel given a draw's .seed and .offset as plain "
+                       "numbers draws the same numbers at every replay (inside a capture a PhiloxArgs holds a place "
+                       "in the graph's device words, not the numbers): pass the PhiloxArgs to the kernel by value "
+                       "and call rng::unpack(args) in device code. Where its PhiloxArgs reach kernels through "
+                       "memory the program wrote while the graph was captured, or a draw is unused on purpose, "
+                       "capture with PerLaunch::{}",
+                   *gen, first->offset, sources_ ? "Ring" : "Advance (or Ring)");
+    }
+  }
   if (policy_ == PerLaunch::Advance) {
     if (sources_)
       throw_misuse(op, "the capture asked for PerLaunch::Advance, which refreshes a graph's random numbers on the "

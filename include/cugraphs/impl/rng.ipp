@@ -8,8 +8,10 @@
 #include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/launch_ring.hpp>
 
+#include <algorithm>
 #include <limits>
 #include <mutex>
+#include <span>
 
 namespace cugraphs {
 
@@ -24,8 +26,10 @@ CUGRAPHS_INLINE void Generator::manual_seed(std::uint64_t seed) {
     detail::throw_misuse("Generator::manual_seed", "a capture that draws from this generator is "
                                                    "still open; reseed before capture_begin or "
                                                    "after capture_end (replays then follow the new seed)");
+  note_warm_up_draw(s);
   s.seed = seed;
   s.offset = 0;
+  noted_warm_up_change(s);
 }
 
 CUGRAPHS_INLINE std::uint64_t Generator::seed() const {
@@ -63,8 +67,25 @@ CUGRAPHS_INLINE PhiloxArgs Generator::philox(std::uint64_t increment) {
                              "offset (now {}) and repeat numbers; manual_seed() starts again at 0",
                          reserved, s.offset);
   const PhiloxArgs args{s.seed, s.offset, nullptr};
+  note_warm_up_draw(s);
   s.offset += reserved;
+  noted_warm_up_change(s);
   return args;
+}
+
+CUGRAPHS_INLINE void Generator::note_warm_up_draw(const detail::GeneratorState& s) const {
+  auto* drawn = detail::tls_warm_up_draws;
+  if (drawn == nullptr || std::ranges::any_of(*drawn, [this](const auto& d) { return d.state == state_; })) return;
+  drawn->push_back({state_, s.seed, s.offset, s.seed, s.offset});
+}
+
+CUGRAPHS_INLINE void Generator::noted_warm_up_change(const detail::GeneratorState& s) const {
+  auto* drawn = detail::tls_warm_up_draws;
+  if (drawn == nullptr) return;
+  const auto d = std::ranges::find_if(*drawn, [this](const auto& x) { return x.state == state_; });
+  if (d == drawn->end()) return;
+  d->seed_after = s.seed;
+  d->offset_after = s.offset;
 }
 
 CUGRAPHS_INLINE detail::GeneratorState& Generator::state(std::string_view op) const {
@@ -88,3 +109,16 @@ CUGRAPHS_INLINE Generator& default_generator(int device) {
 }
 
 }  // namespace cugraphs
+
+namespace cugraphs::detail {
+
+CUGRAPHS_INLINE void take_back_draws(std::span<const DrawnInWarmUp> drawn) noexcept {
+  for (const auto& d : drawn) {
+    std::lock_guard lock(d.state->m);
+    if (d.state->seed != d.seed_after || d.state->offset != d.offset_after) continue;  // moved by others too
+    d.state->seed = d.seed;
+    d.state->offset = d.offset;
+  }
+}
+
+}  // namespace cugraphs::detail

@@ -46,44 +46,38 @@ CUGRAPHS_INLINE void set_current_stream(cudaStream_t stream) noexcept {
   for (const auto& l : tls_stream_listeners) l.fn(l.context, stream);
 }
 
-CUGRAPHS_INLINE cudaEvent_t fork_into_capture(cudaStream_t from, cudaStream_t to) {
+CUGRAPHS_INLINE bool fork_into_capture(cudaStream_t from, cudaStream_t to) {
   const auto plain = [](cudaStream_t s) { return s != nullptr && s != cudaStreamLegacy && s != cudaStreamPerThread; };
-  if (from == to || !plain(from) || !plain(to)) return nullptr;
+  if (from == to || !plain(from) || !plain(to)) return false;
   cudaStreamCaptureStatus outer = cudaStreamCaptureStatusNone, inner = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(from, &outer) != cudaSuccess) {
     (void)cudaGetLastError();  // the query's own error: a stream CUDA cannot say (its launches will)
-    return nullptr;
+    return false;
   }
-  if (outer != cudaStreamCaptureStatusActive) return nullptr;  // the usual case: no capture
+  if (outer != cudaStreamCaptureStatusActive) return false;  // the usual case: no capture
   if (cudaStreamIsCapturing(to, &inner) != cudaSuccess) {
     (void)cudaGetLastError();
-    return nullptr;
+    return false;
   }
-  if (inner != cudaStreamCaptureStatusNone) return nullptr;  // already in a capture
-  cudaEvent_t e = nullptr;
-  check(cudaEventCreateWithFlags(&e, cudaEventDisableTiming), "StreamGuard: cudaEventCreateWithFlags");
-  cudaError_t r = cudaEventRecord(e, from);
-  if (r == cudaSuccess) r = cudaStreamWaitEvent(to, e, 0);
-  if (r == cudaSuccess) return e;
-  (void)cudaEventDestroy(e);
-  throw_cuda(r, format("StreamGuard: forking stream {} into the capture of the current stream {} (so that work "
-                       "launched on it is captured rather than run once)",
-                       static_cast<const void*>(to), static_cast<const void*>(from)));
+  if (inner != cudaStreamCaptureStatusNone) return false;  // already in a capture
+  wait_for_stream(to, from,
+                  format("StreamGuard: forking stream {} into the capture of the current stream {} (so that work "
+                         "launched on it is captured rather than run once)",
+                         static_cast<const void*>(to), static_cast<const void*>(from)));
+  return true;
 }
 
-CUGRAPHS_INLINE void join_capture(cudaEvent_t event, cudaStream_t from, cudaStream_t to) noexcept {
+CUGRAPHS_INLINE void join_capture(cudaStream_t from, cudaStream_t to) noexcept {
   cudaStreamCaptureStatus outer = cudaStreamCaptureStatusNone, inner = cudaStreamCaptureStatusNone;
   const cudaError_t asked = cudaStreamIsCapturing(from, &outer);
   const cudaError_t asked_too = asked == cudaSuccess ? cudaStreamIsCapturing(to, &inner) : cudaSuccess;
   if (asked != cudaSuccess || asked_too != cudaSuccess) {
     (void)cudaGetLastError();  // the queries' own error; an ended capture is the capture's to report
   } else if (outer == cudaStreamCaptureStatusActive && inner == cudaStreamCaptureStatusActive) {
-    cudaError_t r = cudaEventRecord(event, to);
-    if (r == cudaSuccess) r = cudaStreamWaitEvent(from, event, 0);
+    const cudaError_t r = try_wait_for_stream(from, to);
     if (r != cudaSuccess) (void)cudaGetLastError();
     report_in_destructor(r, "StreamGuard: joining its stream back into the capture");
   }
-  report_in_destructor(cudaEventDestroy(event), "StreamGuard: cudaEventDestroy");
 }
 
 CUGRAPHS_INLINE void CurrentStreamStack::push(cudaStream_t s) {
