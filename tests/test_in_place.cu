@@ -546,6 +546,51 @@ TEST_CASE("InPlace: an input not aligned as its static input is copied for that 
   CHECK(bitwise_equal(host(std::get<1>(g.static_inputs())), static_b));
 }
 
+TEST_CASE("InPlace: a writable input not aligned as its static input is an Error, since f's writes would reach "
+          "only the copy; aligned, f's writes reach the caller's buffer",
+          "[in_place][graphed][gpu]") {
+  // f updates its first input in place (a parameter step) and returns a sum. Before, the
+  // unaligned call copied x in, f stepped the copy, and the caller's x kept its old values.
+  auto f = [](Out x, In g) {
+    const cudaStream_t s = cugraphs::current_stream();
+    const std::size_t n = x.size();
+    DeviceBuffer<float> out(n);
+    affine_kernel<<<blocks_for(n), kThreads, 0, s>>>(x.data(), n, 0.5f, 1.0f);
+    reverse_mix<<<blocks_for(n), kThreads, 0, s>>>(out.data(), g.data(), x.data(), n, 2.0f);
+    cugraphs::check_launch("step in place");
+    return out;
+  };
+  DeviceBuffer<float> sx = filled(kN, 51);
+  const DeviceBuffer<float> sg = filled(kN, 52);
+  auto g = cugraphs::make_graphed_callable(in_place(), f, Out(sx), In(sg));
+  DeviceBuffer<float> x = filled(kN, 53), x_eager = filled(kN, 53), wide = filled(kN + 1, 54);
+  const auto expect_out = host(f(Out(x_eager), In(sg)).span());
+  REQUIRE(bitwise_equal(host(g(Out(x), In(sg))), expect_out));
+  CHECK(bitwise_equal(host(In(x)), host(In(x_eager))));  // the step reached the caller's buffer
+  CHECK(g.staged_copies() == 0);
+
+  const Out shifted(wide.data() + 1, kN);  // 4 bytes past a 256-byte boundary
+  const auto before = host(In(shifted));
+  const auto e = expect_error([&] { (void)g(shifted, In(sg)); });
+  CHECK(contains(e.what(), "input leaf 0 (at "));
+  CHECK(contains(e.what(), "is writable (a DeviceSpan of non-const elements) but not aligned to 256 bytes"));
+  CHECK(contains(e.what(), "make that argument a DeviceSpan<const T>"));
+  CHECK(g.calls() == 1);
+  cugraphs::check(cudaDeviceSynchronize(), "sync");
+  CHECK(bitwise_equal(host(In(shifted)), before));  // nothing ran
+
+  // Still usable, and a read-only unaligned input is copied as before.
+  auto reads = cugraphs::make_graphed_callable(in_place(), [](In a) {
+    DeviceBuffer<float> out(a.size());
+    copy_kernel<<<blocks_for(a.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), a.data(), a.size());
+    return out;
+  }, In(sg));
+  CHECK(bitwise_equal(host(reads(In(shifted))), before));
+  CHECK(reads.staged_copies() == 1);
+  REQUIRE(bitwise_equal(host(g(Out(x), In(sg))), host(f(Out(x_eager), In(sg)).span())));
+  CHECK(bitwise_equal(host(In(x)), host(In(x_eager))));
+}
+
 TEST_CASE("InPlace: addresses just outside an input (a one-based base, past its end) and kernels launched "
           "through the driver are rebound, bitwise as eager calls",
           "[in_place][graphed][gpu]") {

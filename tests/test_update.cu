@@ -137,6 +137,35 @@ TEST_CASE("Graph::update: another topology is refused with its reason and the bl
   CHECK(r.updated);
 }
 
+TEST_CASE("Graph::update: a reinstantiated executable runs after the replaced one's launches queued on another "
+          "stream", "[update][gpu]") {
+  // CUDA orders the launches of one executable only. Before, the new executable's first replay,
+  // on another stream, ran while the old one's replay was still queued behind 50 ms of work, and
+  // the old replay's write landed last.
+  cugraphs::Stream first, second;
+  DeviceBuffer<float> x(kN);
+  cugraphs::Graph g;
+  cugraphs::CaptureOptions on_first;
+  on_first.stream = first;
+  cugraphs::capture(g, [&](cudaStream_t s) {
+    slow_fill_kernel<<<1, kThreads, 0, s>>>(x.data(), kN, 1.0f, 50'000'000ull);
+  }, on_first);
+  const cudaGraphExec_t exec = g.native_exec();
+  g.replay(first);  // 50 ms, then x = 1
+  cugraphs::UpdateOptions fallback;
+  fallback.reinstantiate_on_failure = true;
+  const auto r = g.update([&](cudaStream_t s) {
+    fill_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 2.0f);
+    affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 3.0f, 1.0f);
+  }, fallback);
+  REQUIRE(r.reinstantiated);
+  CHECK(g.native_exec() != exec);
+  g.replay(second);  // x = 2, then x = 3 x + 1
+  second.synchronize();
+  first.synchronize();
+  CHECK(bitwise_equal(x.to_host(), std::vector<float>(kN, 7.0f)));
+}
+
 TEST_CASE("Graph::update(Graph&&): a source captured without instantiation is applied and left empty and "
           "reusable; misuse is an Error that changes nothing", "[update][gpu]") {
   cugraphs::Stream stream;

@@ -203,6 +203,7 @@ public:
     // The staging table persists across calls, so it stays out of the pool: a graph captured
     // earlier into a shared pool may use the same blocks as temporaries.
     targets_ = detail::PrivateArray<detail::StageTarget>(std::max<std::size_t>(input_leaves, 1), "make_graphed_callable: staging table");
+    make_static_inputs(samples...);
     {
       CaptureOptions co;
       co.pool = pool;
@@ -210,10 +211,7 @@ public:
       co.stream = opts.stream;
       co.per_launch = opts.per_launch;
       CaptureScope scope(graph_, co);
-      // Static inputs from the graph's pool, shaped like the samples.
       [[maybe_unused]] std::size_t next = 0;  // unused without inputs
-      [[maybe_unused]] auto make_static = [&, this](std::size_t, auto leaf) { return static_leaf(leaf); };
-      static_inputs_.emplace(std::tuple<Args...>{detail::map_leaves(samples, next, make_static)...});  // braces: in order
       [[maybe_unused]] auto record = [&, this](std::size_t i, auto leaf) {
         targets[i] = {const_cast<void*>(static_cast<const void*>(leaf.data())), leaf.size_bytes()};
         static_ptrs_[i] = leaf.data();
@@ -308,6 +306,9 @@ public:
           detail::check_buffer_read(*checked_pool_, leaf.data(), leaf.size_bytes(), op);
         const void* src = leaf.data();
         const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
+        if constexpr (!std::is_const_v<typename decltype(leaf)::element_type>)
+          if (in_place_ && copy && reinterpret_cast<std::uintptr_t>(src) % 256 != 0) [[unlikely]]
+            detail::refuse_unaligned_writable(i, src, op, names_.leaf);
         slot[i] = copy ? reinterpret_cast<std::uintptr_t>(src) : 0;
         copies += copy ? 1 : 0;
       };
@@ -322,7 +323,7 @@ public:
     return *outputs_;
   }
 
-  /// The static inputs f was captured with (buffers from the graph's pool). With
+  /// The static inputs f was captured with (library-owned memory outside every pool). With
   /// InputMode::InPlace each holds what the last call that copied it copied (the sample at first).
   [[nodiscard]] const std::tuple<Args...>& static_inputs() const noexcept { return *static_inputs_; }
   /// The static outputs every call overwrites.
@@ -353,22 +354,30 @@ private:
 
   [[nodiscard]] bool moved_from() const noexcept { return graph_.native_exec() == nullptr; }
 
-  // Read in place, a static input lies detail::kInPlacePad bytes inside its buffer, which
-  // ends as many bytes after it (see there).
-  static constexpr std::size_t kInPlacePad = detail::kInPlacePad;
-  template <class Leaf>
-  Leaf static_leaf(Leaf sample) {
-    using Value = typename Leaf::value_type;
-    if (!in_place_) {
-      auto buffer = std::make_shared<DeviceBuffer<Value>>(sample.size());
-      Leaf leaf(buffer->data(), sample.size());
-      owners_.push_back(std::move(buffer));
+  // The static inputs, shaped like the samples, in one allocation of library-owned memory
+  // outside every pool (private_device_memory): in a pool shared with callables captured
+  // before this one, they could take blocks those callables' replays use as temporaries, which
+  // would overwrite static inputs written once and passed back. Each starts on a 256-byte
+  // boundary, as a pool block does; read in place, each has detail::kInPlacePad bytes of its
+  // own on either side (see there).
+  void make_static_inputs(const Args&... samples) {
+    const std::size_t pad = in_place_ ? detail::kInPlacePad : 0;
+    const auto span_of = [pad](std::size_t bytes) { return (bytes + 2 * pad + 255) / 256 * 256; };
+    std::size_t total = 0;
+    [[maybe_unused]] std::size_t next = 0;  // unused without inputs
+    [[maybe_unused]] auto measure = [&](std::size_t, auto leaf) { total += span_of(leaf.size_bytes()); };
+    (detail::visit_leaves(samples, next, measure), ...);
+    auto memory = detail::private_device_memory(std::max<std::size_t>(total, 1), "make_graphed_callable: static inputs");
+    [[maybe_unused]] auto* at = static_cast<std::byte*>(memory.get());
+    owners_.push_back(std::move(memory));
+    [[maybe_unused]] auto place = [&](std::size_t, auto sample) {
+      using Leaf = decltype(sample);
+      Leaf leaf(reinterpret_cast<typename Leaf::value_type*>(at + pad), sample.size());
+      at += span_of(sample.size_bytes());
       return leaf;
-    }
-    auto buffer = std::make_shared<DeviceBuffer<std::byte>>(sample.size_bytes() + 2 * kInPlacePad);
-    Leaf leaf(reinterpret_cast<Value*>(buffer->data() + kInPlacePad), sample.size());
-    owners_.push_back(std::move(buffer));
-    return leaf;
+    };
+    next = 0;
+    static_inputs_.emplace(std::tuple<Args...>{detail::map_leaves(samples, next, place)...});  // braces: in order
   }
 
   // Read in place: an output that is a view of a static input would show what the static input

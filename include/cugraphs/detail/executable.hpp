@@ -89,6 +89,7 @@ public:
   void launch(cudaStream_t stream, PoolShare& pool, Stage&& stage, std::string_view op) {
     if (stream != checked_stream_ || !stream_checked_) [[unlikely]]
       check_stream(stream);
+    launched_ = true;
     const auto go = [&, this] {
       if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
         throw_cuda(e, "Graph::replay (cudaGraphLaunch)");
@@ -184,6 +185,7 @@ private:
   bool device_launch_ = false;    // instantiated (or to be) for launch from the device
   bool updatable_nodes_ = false;  // holds device-updatable kernel nodes: never updated
   mutable bool handed_out_ = false;  // device_graph() was given out: the executable is never replaced
+  bool launched_ = false;            // exec_ was launched from the host (launches may be queued)
   PerLaunch per_launch_asked_ = PerLaunch::Auto;  // what the capture asked for
   std::shared_ptr<void> status_;  // device launch: the first failed device-side launch
 };

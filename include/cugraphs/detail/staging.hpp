@@ -25,6 +25,12 @@ namespace cugraphs::detail {
 void check_input_leaf(std::size_t i, const void* data, std::size_t size, std::size_t static_size,
                              std::string_view op, std::string_view leaf = "input leaf");
 
+// InputMode::InPlace: refuses a call whose writable input leaf i (a DeviceSpan of non-const
+// elements, at `data`) is not aligned to 256 bytes as its static input is. The call would copy
+// it in, and f's writes to it would reach only that copy, never the caller's buffer.
+[[noreturn]] void refuse_unaligned_writable(std::size_t i, const void* data, std::string_view op,
+                                            std::string_view leaf);
+
 // Copy mode: refuses a call whose input leaf i (its address in `slot[i]`, 0: not copied) lies
 // in a static input j that the same call overwrites (slot[j] != 0; j may be i, shifted): one
 // staging copy moves every leaf at once, so leaf i would read a mix of old and new values

@@ -128,6 +128,10 @@ CUGRAPHS_INLINE UpdateResult Executable::update(Executable& source, const Update
                        "not replaced (kernels and DeviceDispatch would launch a destroyed one). Capture into a new "
                        "Graph",
                    result.message);
+    // CUDA orders the launches of one executable only: the new one's launches would not wait for
+    // this one's, which may still be queued on other streams and use the pool blocks the new
+    // capture's temporaries were given. Reinstantiation is rare: wait for the device once.
+    if (launched_) check(synchronize_device(device_), "{}: waiting for the replaced executable's launches", op);
     source.instantiate();  // on failure this is left as it was
     adopt(source, true);
     result.reinstantiated = true;
@@ -170,7 +174,7 @@ CUGRAPHS_INLINE void Executable::reset() noexcept {
   functions_.clear();
   keep_alive_.clear();  // after the executable: its replays used them
   status_.reset();
-  device_launch_ = updatable_nodes_ = handed_out_ = false;
+  device_launch_ = updatable_nodes_ = handed_out_ = launched_ = false;
   current_capture_ = instantiated_capture_ = 0;
   checked_stream_ = nullptr;  // the next capture may be on another device
   stream_checked_ = false;
@@ -230,6 +234,7 @@ CUGRAPHS_INLINE void Executable::adopt(Executable& source, bool instantiated) no
   if (instantiated) {
     report_in_destructor(cudaGraphExecDestroy(exec_), "cudaGraphExecDestroy");  // freed once idle
     exec_ = std::exchange(source.exec_, nullptr);
+    launched_ = std::exchange(source.launched_, false);
     status_ = std::move(source.status_);
     device_launch_ = source.device_launch_;
     updatable_nodes_ = source.updatable_nodes_;
@@ -286,6 +291,7 @@ CUGRAPHS_INLINE void Executable::take(Executable& o) noexcept {
   device_launch_ = std::exchange(o.device_launch_, false);
   updatable_nodes_ = std::exchange(o.updatable_nodes_, false);
   handed_out_ = std::exchange(o.handed_out_, false);
+  launched_ = std::exchange(o.launched_, false);
   per_launch_asked_ = o.per_launch_asked_;
 }
 

@@ -17,6 +17,16 @@ CUGRAPHS_INLINE void check_input_leaf(std::size_t i, const void* data, std::size
     throw_misuse(op, "{} {} is a null pointer with {} elements; nothing was staged or launched", leaf, i, size);
 }
 
+CUGRAPHS_INLINE void refuse_unaligned_writable(std::size_t i, const void* data, std::string_view op,
+    std::string_view leaf) {
+  throw_misuse(op, "{} {} (at {}) is writable (a DeviceSpan of non-const elements) but not aligned to 256 bytes as "
+                   "its static input is, so a call made with InputMode::InPlace copies it in, and f's writes to it "
+                   "would reach only that copy, never this buffer; nothing was staged or launched. If f only reads "
+                   "it, make that argument a DeviceSpan<const T>; if f writes it, pass it aligned to 256 bytes, or "
+                   "make the callable with InputMode::Copy and return what f computes",
+               leaf, i, data);
+}
+
 CUGRAPHS_INLINE void check_staged_overlap(std::span<const unsigned long long> slot,
     std::span<const void* const> statics, std::span<const std::size_t> bytes, std::span<const unsigned> order,
     std::pair<std::uintptr_t, std::uintptr_t> hull, std::string_view op, std::string_view leaf) {
