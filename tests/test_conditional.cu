@@ -281,7 +281,9 @@ TEST_CASE("Conditional misuse is an Error and leaves everything usable", "[condi
 
   SECTION("a conditional scope with no capture open") {
     Graph g;
-    CaptureScope scope(g);
+    cugraphs::CaptureOptions empty;
+    empty.allow_empty = true;  // the capture records nothing on purpose
+    CaptureScope scope(g, empty);
     scope.end();
     const auto e = expect_error([&] { ConditionalScope<cugraphs::If> c(scope, flag.data()); });
     CHECK(contains(e.what(), "no capture is open"));
