@@ -773,6 +773,19 @@ __global__ void uniforms_from_numbers(float* out, std::size_t n, std::uint64_t s
   curand_init(seed, i, offset, &state);
   out[i] = curand_uniform(&state);
 }
+// The same with 32-bit parameters, as older ports have them.
+__global__ void uniforms_from_narrow(float* out, std::size_t n, unsigned seed, unsigned offset) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  curandStatePhilox4_32_10_t state;
+  curand_init(seed, i, offset, &state);
+  out[i] = curand_uniform(&state);
+}
+// Copies n floats; its last arguments are zeros, which a placeholder seed of 0 would match.
+__global__ void copy_with_zeros(float* out, const float* in, std::size_t n, const float* unused, std::size_t zero) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = in[i] + (unused != nullptr ? unused[zero] : 0.0f);
+}
 
 }  // namespace
 
@@ -828,6 +841,49 @@ TEST_CASE("RNG: a kernel given a draw's .seed and .offset as numbers (a ported k
     REQUIRE(bitwise_equal(x.to_host(), ref.to_host()));
   }
   CHECK(a.offset() == b.offset());
+}
+
+// A draw's placeholder seed was 0, so under Auto any kernel taking two zero words (a null
+// pointer, a zero count, the staging kernel's empty table) looked like a ported kernel given
+// .seed and .offset, and a draw unused on purpose was refused. The placeholder is now a
+// distinctive value per generator, which a 32-bit seed parameter shows too.
+TEST_CASE("RNG: under PerLaunch::Auto a draw unused on purpose stays legal beside kernels that take zeros, in a "
+          "graph and a graphed callable; a 32-bit seed parameter given .seed is an Error",
+          "[rng][escapes][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  Generator a(81), b(81);
+  DeviceBuffer<float> x(kN), y(kN), ref(kN);
+  draw(b, x, 1, stream);  // any values
+  Graph g;
+  cugraphs::capture(g, [&](cudaStream_t s) {
+    (void)a.philox(4);  // drawn and discarded, as the eager code does
+    copy_with_zeros<<<blocks_for(kN), kThreads, 0, s>>>(y.data(), x.data(), kN, nullptr, 0);
+  });
+  g.replay();
+  stream.synchronize();
+  CHECK(bitwise_equal(y.to_host(), x.to_host()));
+
+  auto f = [&a](cugraphs::DeviceSpan<const float> in) {
+    (void)a.philox(4);
+    DeviceBuffer<float> out(in.size());
+    copy_with_zeros<<<blocks_for(in.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), in.data(),
+                                                                                        in.size(), nullptr, 0);
+    return out;
+  };
+  auto callable = cugraphs::make_graphed_callable(f, cugraphs::DeviceSpan<const float>(x.span()));
+  CHECK(bitwise_equal(host(callable(cugraphs::DeviceSpan<const float>(x.span()))), x.to_host()));
+
+  const auto narrow = [&](cudaStream_t s) {
+    const PhiloxArgs args = a.philox(1);
+    uniforms_from_narrow<<<blocks_for(kN), kThreads, 0, s>>>(ref.data(), kN, static_cast<unsigned>(args.seed),
+                                                             static_cast<unsigned>(args.offset));
+  };
+  Graph n;
+  const auto e = expect_error([&] { cugraphs::capture(n, narrow); });
+  CHECK(contains(e.what(), "no node of the graph reaches its draws"));
+  CHECK(contains(e.what(), "rng::unpack"));
+  CHECK_FALSE(n.is_instantiated());
 }
 
 // Before: a graphed callable's warm-up (f run eagerly warmup_iters times when it is made) and

@@ -99,7 +99,8 @@ public:
   [[nodiscard]] UpdateResult update(Graph&& source, const UpdateOptions& opts = {});
 
   /// Captures `fn` as this graph's own capture was made (its pool, mode, stream and device), without
-  /// instantiating it, and applies it with update(Graph&&, opts). `fn` takes the
+  /// instantiating it, and applies it with update(Graph&&, opts). The stream the last capture
+  /// used (CaptureOptions::stream, when one was given) must still exist. `fn` takes the
   /// CaptureScope (to open conditional scopes) or the capture stream.
   template <class F>
     requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)

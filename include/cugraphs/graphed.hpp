@@ -357,12 +357,14 @@ private:
   // The static inputs, shaped like the samples, in one allocation of library-owned memory
   // outside every pool (private_device_memory): in a pool shared with callables captured
   // before this one, they could take blocks those callables' replays use as temporaries, which
-  // would overwrite static inputs written once and passed back. Each starts on a 256-byte
-  // boundary, as a pool block does; read in place, each has detail::kInPlacePad bytes of its
-  // own on either side (see there).
+  // would overwrite static inputs written once and passed back. Each starts on a 512-byte
+  // boundary, as a pool block does (cudaMalloc gives 256 or more); read in place, each has
+  // detail::kInPlacePad bytes of its own on either side (see there).
   void make_static_inputs(const Args&... samples) {
     const std::size_t pad = in_place_ ? detail::kInPlacePad : 0;
-    const auto span_of = [pad](std::size_t bytes) { return (bytes + 2 * pad + 255) / 256 * 256; };
+    // At least one byte apart: the address one past a leaf's end (which the unread-input scan
+    // counts as that leaf's) is never the next leaf's first, nor is an empty leaf's.
+    const auto span_of = [pad](std::size_t bytes) { return (bytes + 2 * pad + 512) / 512 * 512; };
     std::size_t total = 0;
     [[maybe_unused]] std::size_t next = 0;  // unused without inputs
     [[maybe_unused]] auto measure = [&](std::size_t, auto leaf) { total += span_of(leaf.size_bytes()); };

@@ -109,9 +109,9 @@ public:
   [[nodiscard]] std::optional<unsigned> unreached_generator(cudaGraph_t g,
                                                             const std::vector<ConditionalMade>& conditionals,
                                                             std::string_view op) const;
-  // Whether some kernel of `g` takes, side by side, what a draw of `generator` holds inside
-  // a capture as its .seed and .offset (0, then the draw's offset in the graph; 8 or 4 bytes
-  // each, as two parameters or within one): the sign of a kernel given them as numbers.
+  // Whether some kernel of `g` takes what a draw of `generator` holds inside a capture as its
+  // .seed (captured_seed(generator), as 8 bytes or its low 4, a parameter or within one): the
+  // sign of a kernel given the draw's numbers rather than the PhiloxArgs.
   [[nodiscard]] bool takes_placeholder(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
                                        unsigned generator, std::string_view op) const;
 

@@ -46,6 +46,12 @@ public:
   [[nodiscard]] bool instantiated() const noexcept { return exec_ != nullptr; }
   [[nodiscard]] cudaGraph_t graph() const noexcept { return graph_ ? graph_->graph : nullptr; }
   [[nodiscard]] cudaGraphExec_t exec() const noexcept { return exec_; }
+  // The executable for launches cugraphs does not see (Graph::native_exec): from then on it
+  // counts as launched (a reinstantiation waits for the device).
+  [[nodiscard]] cudaGraphExec_t hand_out() const noexcept {
+    if (exec_ != nullptr) launched_ = true;  // (an empty Graph's view is shared: left alone)
+    return exec_;
+  }
   // Whether a node taken in capture `capture` names a node of this executable.
   [[nodiscard]] bool runs(std::uint64_t capture) const noexcept { return capture != 0 && capture == current_capture_; }
   [[nodiscard]] bool holds(std::uint64_t capture) const noexcept {
@@ -185,7 +191,7 @@ private:
   bool device_launch_ = false;    // instantiated (or to be) for launch from the device
   bool updatable_nodes_ = false;  // holds device-updatable kernel nodes: never updated
   mutable bool handed_out_ = false;  // device_graph() was given out: the executable is never replaced
-  bool launched_ = false;            // exec_ was launched from the host (launches may be queued)
+  mutable bool launched_ = false;    // exec_ was launched from the host (launches may be queued)
   PerLaunch per_launch_asked_ = PerLaunch::Auto;  // what the capture asked for
   std::shared_ptr<void> status_;  // device launch: the first failed device-side launch
 };

@@ -96,6 +96,7 @@ public:
   struct Draw {
     const std::uint64_t* words;
     std::uint64_t offset;
+    std::uint64_t seed;  // captured_seed of the generator's index in the graph
   };
   [[nodiscard]] Draw draw(const std::shared_ptr<GeneratorState>& g, std::uint64_t reserved, std::string_view op);
 

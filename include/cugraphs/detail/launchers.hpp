@@ -91,10 +91,16 @@ struct StageTarget {
   void* dst;
   std::size_t bytes;
 };
+// The seed a PhiloxArgs drawn inside a capture holds for generator `i` of the graph: never read
+// (rng::unpack reads the graph's words; per-launch arguments overwrite it), but unmistakable,
+// so that a kernel given a draw's .seed as a plain number (a ported kernel taking a seed) is
+// found in the graph, as 8 bytes or its low 4. Both halves are far from 0 and small counts.
+[[nodiscard]] constexpr std::uint64_t captured_seed(unsigned i) noexcept { return 0x9e3779b97f4a7c15ull + i; }
+
 // A graphed callable that reads its inputs in place keeps each static input this many bytes
 // inside its own buffer, which ends as many bytes after it: an address from the pad before to
 // the pad after (a one-based or negative-stride base, an end pointer) is unmistakably that
-// input's, and is rebound with it (the input keeps the pool's 512-byte alignment).
+// input's, and is rebound with it (the input keeps a 512-byte alignment).
 inline constexpr std::size_t kInPlacePad = 512;
 // Whether [a, a + bytes) overlaps the buffer of a static input read in place, pads included.
 [[nodiscard]] inline bool overlaps_padded(const StageTarget& t, std::uintptr_t a, std::size_t bytes) noexcept {

@@ -38,10 +38,11 @@ struct DrawnInWarmUp {
   std::uint64_t offset;
   std::uint64_t seed_after;
   std::uint64_t offset_after;
+  bool moved = false;  // something else moved the generator between the warm-up's draws
 };
 inline thread_local std::vector<DrawnInWarmUp>* tls_warm_up_draws = nullptr;
 // Puts each generator of `drawn` back where it was, where nothing else has moved it since
-// the warm-up's last draw (another thread's draws, a replay): those stay (rng.ipp).
+// the warm-up's first draw (another thread's draws, a replay): those stay (rng.ipp).
 CUGRAPHS_INLINE void take_back_draws(std::span<const DrawnInWarmUp> drawn) noexcept;
 
 inline thread_local std::vector<CaptureSession*> tls_captures;  // open on this thread, innermost last

@@ -179,37 +179,27 @@ CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::unreached_generator(cudaG
 CUGRAPHS_INLINE bool ArgumentSites::takes_placeholder(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
                                                       unsigned generator, std::string_view op) const {
   RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
-  std::vector<std::uint64_t> offsets;
-  for (const DrawMade& d : rec_.draws)
-    if (d.generator == generator) offsets.push_back(d.offset);
-  const auto pair = [&](std::uint64_t seed, std::uint64_t offset, bool narrow) {
-    return seed == 0 && std::ranges::any_of(offsets, [&](std::uint64_t o) { return offset == (narrow ? o & 0xffffffffu : o); });
-  };
-  const auto read = [](const std::byte* p, std::size_t bytes) {
-    std::uint64_t v = 0;
-    if (bytes == 4) {
-      std::uint32_t w = 0;
-      std::memcpy(&w, p, 4);
-      v = w;
-    } else {
-      std::memcpy(&v, p, 8);
-    }
-    return v;
-  };
+  // The generator's placeholder seed as a plain number: 8 bytes at an 8-byte step, or its low
+  // 4 (a 32-bit seed parameter) at a 4-byte step. A whole PhiloxArgs of this generator would
+  // hold it too, but then the generator is reached and this is not asked.
+  const std::uint64_t seed = captured_seed(generator);
+  const auto narrow = static_cast<std::uint32_t>(seed);
   bool found = false;
   (void)walk_nodes(
       g, conditionals, op,
       [&](std::span<const std::span<const std::byte>> params) {
-        for (std::size_t k = 0; k < params.size() && !found; ++k) {
-          const auto a = params[k];
-          // Two parameters: (seed, offset) of 8 or 4 bytes each.
-          if (k + 1 < params.size() && (a.size() == 8 || a.size() == 4) && params[k + 1].size() == a.size())
-            found = pair(read(a.data(), a.size()), read(params[k + 1].data(), a.size()), a.size() == 4);
-          // Within one (a struct of them).
-          for (std::size_t at = 0; !found && at + 16 <= a.size(); at += 8)
-            found = pair(read(a.data() + at, 8), read(a.data() + at + 8, 8), false);
-          for (std::size_t at = 0; !found && at + 8 <= a.size(); at += 4)
-            found = pair(read(a.data() + at, 4), read(a.data() + at + 4, 4), true);
+        for (const auto a : params) {
+          for (std::size_t at = 0; !found && at + 8 <= a.size(); at += 8) {
+            std::uint64_t w = 0;
+            std::memcpy(&w, a.data() + at, 8);
+            found = w == seed;
+          }
+          for (std::size_t at = 0; !found && at + 4 <= a.size(); at += 4) {
+            std::uint32_t w = 0;
+            std::memcpy(&w, a.data() + at, 4);
+            found = w == narrow;
+          }
+          if (found) break;
         }
         return !found;  // stops the walk once found
       },
@@ -243,8 +233,10 @@ CUGRAPHS_INLINE std::optional<DrawMade> ArgumentSites::draw_at(const std::byte* 
   std::uint64_t w[3];
   std::memcpy(w, at, sizeof w);
   const auto words = reinterpret_cast<std::uintptr_t>(rec_.words);
-  if (w[0] != 0 || w[2] < words || w[2] >= words + 16 * rec_.generators || (w[2] - words) % 16 != 0) return std::nullopt;
-  return DrawMade{static_cast<unsigned>((w[2] - words) / 16), w[1]};
+  if (w[2] < words || w[2] >= words + 16 * rec_.generators || (w[2] - words) % 16 != 0) return std::nullopt;
+  const auto generator = static_cast<unsigned>((w[2] - words) / 16);
+  if (w[0] != captured_seed(generator)) return std::nullopt;
+  return DrawMade{generator, w[1]};
 }
 
 CUGRAPHS_INLINE void ArgumentSites::find_sites(PatchedNode& n) const {

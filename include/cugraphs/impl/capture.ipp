@@ -34,7 +34,7 @@ CUGRAPHS_INLINE const detail::GraphCore& Graph::view() const noexcept {
 }
 
 CUGRAPHS_INLINE cudaGraph_t Graph::native_graph() const noexcept { return view().exec.graph(); }
-CUGRAPHS_INLINE cudaGraphExec_t Graph::native_exec() const noexcept { return view().exec.exec(); }
+CUGRAPHS_INLINE cudaGraphExec_t Graph::native_exec() const noexcept { return view().exec.hand_out(); }
 CUGRAPHS_INLINE bool Graph::is_capturing() const noexcept { return capture_ && capture_->is_open(); }
 CUGRAPHS_INLINE std::size_t Graph::open_conditionals() const noexcept {
   return is_capturing() ? capture_->frames.open_frames().size() : 0;

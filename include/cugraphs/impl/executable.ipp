@@ -130,8 +130,10 @@ CUGRAPHS_INLINE UpdateResult Executable::update(Executable& source, const Update
                    result.message);
     // CUDA orders the launches of one executable only: the new one's launches would not wait for
     // this one's, which may still be queued on other streams and use the pool blocks the new
-    // capture's temporaries were given. Reinstantiation is rare: wait for the device once.
-    if (launched_) check(synchronize_device(device_), "{}: waiting for the replaced executable's launches", op);
+    // capture's temporaries were given. Reinstantiation is rare: wait for the device once (not
+    // inside an enclosing capture on this thread, which a device-wide wait would break).
+    if (launched_ && !relaxed)
+      check(synchronize_device(device_), "{}: waiting for the replaced executable's launches", op);
     source.instantiate();  // on failure this is left as it was
     adopt(source, true);
     result.reinstantiated = true;

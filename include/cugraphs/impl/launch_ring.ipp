@@ -27,7 +27,7 @@ CUGRAPHS_INLINE auto LaunchRing::draw(const std::shared_ptr<GeneratorState>& g, 
   if (reserved > ~std::uint64_t{0} - uses_[i].increment)
     throw_misuse(op, "this graph would draw more than 2^64 values per thread from the generator; the "
                      "64-bit Philox offset would overflow");
-  const Draw d{reinterpret_cast<const std::uint64_t*>(values()) + 2 * i, uses_[i].increment};
+  const Draw d{reinterpret_cast<const std::uint64_t*>(values()) + 2 * i, uses_[i].increment, captured_seed(i)};
   draws_.push_back({i, d.offset});
   uses_[i].increment += reserved;
   return d;
@@ -87,7 +87,7 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
   if ((policy_ == PerLaunch::Auto || policy_ == PerLaunch::Parameters) && !draws_.empty()) {
     const ArgumentSites probe({values(), uses_.size(), draws_, sources_.get(), leaves_, statics_, in_place_, {}});
     // Under Auto, a draw no node reaches may be unused on purpose: refused where a kernel
-    // takes its placeholder numbers (Parameters refuses it anyway, for want of arguments).
+    // takes its placeholder seed (Parameters refuses it anyway, for want of arguments).
     const auto gen = probe.unreached_generator(g, facts.conditionals, op);
     if (gen && (policy_ == PerLaunch::Parameters || probe.takes_placeholder(g, facts.conditionals, *gen, op))) {
       const auto first = std::ranges::find(draws_, *gen, &DrawMade::generator);
@@ -99,7 +99,8 @@ CUGRAPHS_INLINE void LaunchRing::attach(cudaGraph_t g, cudaStream_t stream, cons
                        "and call rng::unpack(args) in device code. Where its PhiloxArgs reach kernels through "
                        "memory the program wrote while the graph was captured, or a draw is unused on purpose, "
                        "capture with PerLaunch::{}",
-                   *gen, first->offset, sources_ ? "Ring" : "Advance (or Ring)");
+                   *gen, first->offset,
+                   !sources_ ? "Advance (or Ring)" : in_place_ ? "Ring (with InputMode::Copy: InPlace refuses Ring)" : "Ring");
     }
   }
   if (policy_ == PerLaunch::Advance) {

@@ -59,7 +59,7 @@ CUGRAPHS_INLINE PhiloxArgs Generator::philox(std::uint64_t increment) {
                                "kernels may run several times per replay with the same arguments "
                                "and would repeat numbers; draw outside the conditional scope");
     const auto d = ctx->launch_ring(op).draw(state_, reserved, op);
-    return PhiloxArgs{0, d.offset, d.words};
+    return PhiloxArgs{d.seed, d.offset, d.words};
   }
   std::lock_guard lock(s.m);
   if (reserved > max - s.offset)
@@ -75,8 +75,13 @@ CUGRAPHS_INLINE PhiloxArgs Generator::philox(std::uint64_t increment) {
 
 CUGRAPHS_INLINE void Generator::note_warm_up_draw(const detail::GeneratorState& s) const {
   auto* drawn = detail::tls_warm_up_draws;
-  if (drawn == nullptr || std::ranges::any_of(*drawn, [this](const auto& d) { return d.state == state_; })) return;
-  drawn->push_back({state_, s.seed, s.offset, s.seed, s.offset});
+  if (drawn == nullptr) return;
+  const auto d = std::ranges::find_if(*drawn, [this](const auto& x) { return x.state == state_; });
+  if (d == drawn->end()) {
+    drawn->push_back({state_, s.seed, s.offset, s.seed, s.offset});
+  } else if (s.seed != d->seed_after || s.offset != d->offset_after) {
+    d->moved = true;  // another thread's draws or a replay since the last one: theirs stay theirs
+  }
 }
 
 CUGRAPHS_INLINE void Generator::noted_warm_up_change(const detail::GeneratorState& s) const {
@@ -115,7 +120,7 @@ namespace cugraphs::detail {
 CUGRAPHS_INLINE void take_back_draws(std::span<const DrawnInWarmUp> drawn) noexcept {
   for (const auto& d : drawn) {
     std::lock_guard lock(d.state->m);
-    if (d.state->seed != d.seed_after || d.state->offset != d.offset_after) continue;  // moved by others too
+    if (d.moved || d.state->seed != d.seed_after || d.state->offset != d.offset_after) continue;  // moved by others too
     d.state->seed = d.seed;
     d.state->offset = d.offset;
   }
