@@ -1,5 +1,5 @@
 // Per-launch values handed over as kernel arguments (PerLaunch::Parameters): the kernel nodes
-// of a captured graph whose arguments hold a draw's PhiloxArgs (seed 0, the draw's offset,
+// of a captured graph whose arguments hold a draw's PhiloxArgs (captured_seed, the draw's offset,
 // base at the graph's device words; also inside structs passed by value) or the staging
 // copy's StageArgs, found once after the capture (KernelArgs), and set before each launch
 // with this launch's values (cudaGraphExecKernelNodeSetParams, which leaves launches already
@@ -241,8 +241,8 @@ private:
     cudaFunction_t function = nullptr;  // the kernel's (kernel_function when readied; a library kernel's from the driver)
   };
 
-  // The draw whose PhiloxArgs, as a capture handed them out (seed 0, this draw's offset, base
-  // at one of the generators' words), start at `at`, if they do.
+  // The draw whose PhiloxArgs, as a capture handed them out (its generator's captured_seed,
+  // this draw's offset, base at that generator's words), start at `at`, if they do.
   [[nodiscard]] std::optional<DrawMade> draw_at(const std::byte* at) const noexcept;
 
   // Calls `each(at, draw)` for every draw's PhiloxArgs found in `bytes` (at 8-byte steps from
