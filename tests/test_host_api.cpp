@@ -8,6 +8,7 @@
 #include <cstring>
 #include <span>
 #include <string>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -223,4 +224,28 @@ TEST_CASE("Condition::set's value: a bool as 0 or 1, an integer as it is where 3
   static_assert(condition_value(std::size_t{0xFFFFFFFFu}) == 0xFFFFFFFFu);
   static_assert(condition_value(Case::first) == 0u && condition_value(Case::far) == 0xFFFFFFFFu);
   CHECK(condition_value(std::uint64_t{1} << 40) != 0u);
+}
+
+// What a warm-up (detail::warm_up: the eager calls before a graphed callable's, a pair's or a
+// cache bucket's capture) does with its draws, without a GPU: drawing outside a capture touches
+// only the generator's host state. Before: a generator another thread drew from between two of
+// the warm-up's draws was put back too, so later draws repeated that thread's numbers.
+TEST_CASE("RNG: a warm-up gives its draws back only to generators nothing else moved since its first draw",
+          "[rng]") {
+  cugraphs::Generator a(5), b(6), c(7);
+  std::vector<cugraphs::detail::DrawnInWarmUp> drawn;
+  cugraphs::detail::tls_warm_up_draws = &drawn;  // as detail::warm_up sets it
+  (void)a.philox(4);                              // the warm-up's own draws only
+  (void)a.philox(8);
+  (void)b.philox(4);
+  std::thread([&b] { (void)b.philox(4); }).join();  // another thread, between two of the warm-up's draws
+  (void)b.philox(4);
+  (void)c.philox(4);
+  std::thread([&c] { (void)c.philox(4); }).join();  // another thread, after the warm-up's last draw
+  cugraphs::detail::tls_warm_up_draws = nullptr;
+  cugraphs::detail::take_back_draws(drawn);
+  CHECK(a.offset() == 0);   // given back
+  CHECK(b.offset() == 12);  // kept: 4 to 8 are the other thread's
+  CHECK(c.offset() == 8);
+  CHECK(a.seed() == 5);
 }
