@@ -765,16 +765,10 @@ TEST_CASE("RNG: the waits behind PerLaunch::Advance's launch count: a stream wai
 
 namespace {
 
-// A ported dropout-style kernel: it takes the Philox seed and offset as plain numbers.
-__global__ void uniforms_from_numbers(float* out, std::size_t n, std::uint64_t seed, std::uint64_t offset) {
-  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i >= n) return;
-  curandStatePhilox4_32_10_t state;
-  curand_init(seed, i, offset, &state);
-  out[i] = curand_uniform(&state);
-}
-// The same with 32-bit parameters, as older ports have them.
-__global__ void uniforms_from_narrow(float* out, std::size_t n, unsigned seed, unsigned offset) {
+// A ported dropout-style kernel: it takes the Philox seed and offset as plain numbers, 64-bit
+// or (as older ports have them) 32-bit.
+template <class Word>
+__global__ void uniforms_from_numbers(float* out, std::size_t n, Word seed, Word offset) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i >= n) return;
   curandStatePhilox4_32_10_t state;
@@ -801,7 +795,7 @@ TEST_CASE("RNG: a kernel given a draw's .seed and .offset as numbers (a ported k
   DeviceBuffer<float> x(kN), ref(kN);
   const auto numbers = [&](cudaStream_t s) {
     const PhiloxArgs args = a.philox(1);
-    uniforms_from_numbers<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, args.seed, args.offset);
+    uniforms_from_numbers<std::uint64_t><<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, args.seed, args.offset);
   };
   Graph g;
   for (const auto per_launch : {PerLaunch::Auto, PerLaunch::Parameters}) {
@@ -876,8 +870,8 @@ TEST_CASE("RNG: under PerLaunch::Auto a draw unused on purpose stays legal besid
 
   const auto narrow = [&](cudaStream_t s) {
     const PhiloxArgs args = a.philox(1);
-    uniforms_from_narrow<<<blocks_for(kN), kThreads, 0, s>>>(ref.data(), kN, static_cast<unsigned>(args.seed),
-                                                             static_cast<unsigned>(args.offset));
+    uniforms_from_numbers<unsigned><<<blocks_for(kN), kThreads, 0, s>>>(ref.data(), kN, static_cast<unsigned>(args.seed),
+                                                                        static_cast<unsigned>(args.offset));
   };
   Graph n;
   const auto e = expect_error([&] { cugraphs::capture(n, narrow); });

@@ -238,6 +238,10 @@ private:
   [[noreturn]] void replaced_node(std::uint64_t capture, std::string_view op) const;
   // The options of a capture for update(fn): as this graph's own capture was made.
   [[nodiscard]] CaptureOptions recapture_options(std::string_view op) const;
+  // `fn` captured with `co` (recapture_options) into a new graph, on this graph's device, for
+  // update(Graph&&).
+  template <class F>
+  [[nodiscard]] Graph recapture(F& fn, const CaptureOptions& co) const;
 
   // The executable and pool share, made on first capture; view() reads an empty one before.
   detail::GraphCore& core();

@@ -97,13 +97,15 @@ void capture(Graph& graph, F&& fn, const CaptureOptions& opts = {}) {
 template <class F>
   requires(std::invocable<F&, CaptureScope&> || std::invocable<F&, cudaStream_t>)
 UpdateResult Graph::update(F&& fn, const UpdateOptions& opts) {
-  const CaptureOptions co = recapture_options("Graph::update");
+  return update(recapture(fn, recapture_options("Graph::update")), opts);
+}
+
+template <class F>
+Graph Graph::recapture(F& fn, const CaptureOptions& co) const {
   Graph next;
-  {
-    detail::DeviceGuard on(device_);
-    detail::capture_step(next, fn, co);
-  }
-  return update(std::move(next), opts);
+  detail::DeviceGuard on(device_);
+  detail::capture_step(next, fn, co);
+  return next;
 }
 
 template <class F>
@@ -112,14 +114,9 @@ UpdateResult Graph::capture_or_update(F&& fn, const CaptureOptions& opts) {
   if (is_instantiated()) {
     CaptureOptions co = recapture_options("Graph::capture_or_update");
     if (opts.stream != nullptr) co.stream = opts.stream;  // where the caller queues the step now
-    Graph next;
-    {
-      detail::DeviceGuard on(device_);
-      detail::capture_step(next, fn, co);
-    }
     UpdateOptions uo;
     uo.reinstantiate_on_failure = true;
-    return update(std::move(next), uo);  // once applied, later captures use co.stream too
+    return update(recapture(fn, co), uo);  // once applied, later captures use co.stream too
   }
   if (native_graph() != nullptr || is_capturing())
     detail::throw_misuse("Graph::capture_or_update", "the graph holds a capture that is not instantiated, or is "

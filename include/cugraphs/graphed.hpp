@@ -307,7 +307,7 @@ public:
         const void* src = leaf.data();
         const bool copy = src != static_ptrs_[i] && leaf.size() != 0;
         if constexpr (!std::is_const_v<typename decltype(leaf)::element_type>)
-          if (in_place_ && copy && reinterpret_cast<std::uintptr_t>(src) % 256 != 0) [[unlikely]]
+          if (in_place_ && copy && reinterpret_cast<std::uintptr_t>(src) % detail::kInPlaceAlignment != 0) [[unlikely]]
             detail::refuse_unaligned_writable(i, src, op, names_.leaf);
         slot[i] = copy ? reinterpret_cast<std::uintptr_t>(src) : 0;
         copies += copy ? 1 : 0;
@@ -352,7 +352,7 @@ private:
   template <class, class, class...>
   friend class GraphedPair;
 
-  [[nodiscard]] bool moved_from() const noexcept { return graph_.native_exec() == nullptr; }
+  [[nodiscard]] bool moved_from() const noexcept { return !graph_.is_instantiated(); }
 
   // The static inputs, shaped like the samples, in one allocation of library-owned memory
   // outside every pool (private_device_memory): in a pool shared with callables captured

@@ -17,6 +17,7 @@ namespace cugraphs {
 
 namespace detail {
 struct GeneratorState;
+struct DrawnInWarmUp;
 }  // namespace detail
 
 /// What a kernel needs to draw from Philox; passed by value. Use rng::unpack in device code.
@@ -75,10 +76,9 @@ private:
   // The state; a moved-from Generator has none.
   [[nodiscard]] detail::GeneratorState& state(std::string_view op) const;
   // During a warm-up on this thread, records `s` (this generator's state, locked) as it is
-  // before the warm-up first changes it (detail::tls_warm_up_draws).
-  void note_warm_up_draw(const detail::GeneratorState& s) const;
-  // Then records what the change left (the state a take-back expects to find).
-  void noted_warm_up_change(const detail::GeneratorState& s) const;
+  // before the warm-up first changes it (detail::tls_warm_up_draws), and returns its entry, for
+  // the caller to record what its change leaves (DrawnInWarmUp::left); null outside a warm-up.
+  detail::DrawnInWarmUp* note_warm_up_draw(const detail::GeneratorState& s) const;
 
   std::shared_ptr<detail::GeneratorState> state_;
 };

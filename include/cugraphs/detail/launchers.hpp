@@ -102,6 +102,9 @@ struct StageTarget {
 // the pad after (a one-based or negative-stride base, an end pointer) is unmistakably that
 // input's, and is rebound with it (the input keeps a 512-byte alignment).
 inline constexpr std::size_t kInPlacePad = 512;
+// Read in place, an input whose address is not a multiple of this is copied for the call (f's
+// capture may have chosen its kernels by the static input's alignment).
+inline constexpr std::uintptr_t kInPlaceAlignment = 256;
 // Whether [a, a + bytes) overlaps the buffer of a static input read in place, pads included.
 [[nodiscard]] inline bool overlaps_padded(const StageTarget& t, std::uintptr_t a, std::size_t bytes) noexcept {
   const auto first = reinterpret_cast<std::uintptr_t>(t.dst) - kInPlacePad;

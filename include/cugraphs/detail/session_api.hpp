@@ -39,6 +39,12 @@ struct DrawnInWarmUp {
   std::uint64_t seed_after;
   std::uint64_t offset_after;
   bool moved = false;  // something else moved the generator between the warm-up's draws
+
+  // What this thread's change (a draw or a reseed) left: what a take-back expects to find.
+  void left(std::uint64_t seed_now, std::uint64_t offset_now) noexcept {
+    seed_after = seed_now;
+    offset_after = offset_now;
+  }
 };
 inline thread_local std::vector<DrawnInWarmUp>* tls_warm_up_draws = nullptr;
 // Puts each generator of `drawn` back where it was, where nothing else has moved it since

@@ -179,21 +179,16 @@ CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::unreached_generator(cudaG
 CUGRAPHS_INLINE bool ArgumentSites::takes_placeholder(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
                                                       unsigned generator, std::string_view op) const {
   RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
-  // The generator's placeholder seed as a plain number: 8 bytes at an 8-byte step, or its low
-  // 4 (a 32-bit seed parameter) at a 4-byte step. A whole PhiloxArgs of this generator would
-  // hold it too, but then the generator is reached and this is not asked.
-  const std::uint64_t seed = captured_seed(generator);
-  const auto narrow = static_cast<std::uint32_t>(seed);
+  // The generator's placeholder seed as a plain number: its low 4 bytes at a 4-byte step, which
+  // finds a 32-bit seed parameter and the 64-bit seed alike (its low half, little-endian). A
+  // whole PhiloxArgs of this generator would hold it too, but then the generator is reached
+  // and this is not asked.
+  const auto narrow = static_cast<std::uint32_t>(captured_seed(generator));
   bool found = false;
   (void)walk_nodes(
       g, conditionals, op,
       [&](std::span<const std::span<const std::byte>> params) {
         for (const auto a : params) {
-          for (std::size_t at = 0; !found && at + 8 <= a.size(); at += 8) {
-            std::uint64_t w = 0;
-            std::memcpy(&w, a.data() + at, 8);
-            found = w == seed;
-          }
           for (std::size_t at = 0; !found && at + 4 <= a.size(); at += 4) {
             std::uint32_t w = 0;
             std::memcpy(&w, a.data() + at, 4);
@@ -465,7 +460,7 @@ CUGRAPHS_INLINE std::optional<std::string> ArgumentSites::reaches_statics(cudaGr
 
 CUGRAPHS_INLINE bool ArgumentSites::judge_inputs() noexcept {
   const auto copied = [this](std::uintptr_t a, std::size_t bytes) {
-    if (a % 256 != 0) return true;
+    if (a % kInPlaceAlignment != 0) return true;
     for (const Range& r : rec_.shield)
       if (a < r.first + r.second && r.first < a + bytes) return true;
     return false;

@@ -26,10 +26,10 @@ CUGRAPHS_INLINE void Generator::manual_seed(std::uint64_t seed) {
     detail::throw_misuse("Generator::manual_seed", "a capture that draws from this generator is "
                                                    "still open; reseed before capture_begin or "
                                                    "after capture_end (replays then follow the new seed)");
-  note_warm_up_draw(s);
+  auto* const noted = note_warm_up_draw(s);
   s.seed = seed;
   s.offset = 0;
-  noted_warm_up_change(s);
+  if (noted != nullptr) noted->left(s.seed, s.offset);
 }
 
 CUGRAPHS_INLINE std::uint64_t Generator::seed() const {
@@ -67,30 +67,23 @@ CUGRAPHS_INLINE PhiloxArgs Generator::philox(std::uint64_t increment) {
                              "offset (now {}) and repeat numbers; manual_seed() starts again at 0",
                          reserved, s.offset);
   const PhiloxArgs args{s.seed, s.offset, nullptr};
-  note_warm_up_draw(s);
+  auto* const noted = note_warm_up_draw(s);
   s.offset += reserved;
-  noted_warm_up_change(s);
+  if (noted != nullptr) noted->left(s.seed, s.offset);
   return args;
 }
 
-CUGRAPHS_INLINE void Generator::note_warm_up_draw(const detail::GeneratorState& s) const {
+CUGRAPHS_INLINE detail::DrawnInWarmUp* Generator::note_warm_up_draw(const detail::GeneratorState& s) const {
   auto* drawn = detail::tls_warm_up_draws;
-  if (drawn == nullptr) return;
+  if (drawn == nullptr) return nullptr;
   const auto d = std::ranges::find_if(*drawn, [this](const auto& x) { return x.state == state_; });
   if (d == drawn->end()) {
     drawn->push_back({state_, s.seed, s.offset, s.seed, s.offset});
-  } else if (s.seed != d->seed_after || s.offset != d->offset_after) {
-    d->moved = true;  // another thread's draws or a replay since the last one: theirs stay theirs
+    return &drawn->back();
   }
-}
-
-CUGRAPHS_INLINE void Generator::noted_warm_up_change(const detail::GeneratorState& s) const {
-  auto* drawn = detail::tls_warm_up_draws;
-  if (drawn == nullptr) return;
-  const auto d = std::ranges::find_if(*drawn, [this](const auto& x) { return x.state == state_; });
-  if (d == drawn->end()) return;
-  d->seed_after = s.seed;
-  d->offset_after = s.offset;
+  if (s.seed != d->seed_after || s.offset != d->offset_after)
+    d->moved = true;  // another thread's draws or a replay since the last one: theirs stay theirs
+  return &*d;
 }
 
 CUGRAPHS_INLINE detail::GeneratorState& Generator::state(std::string_view op) const {
