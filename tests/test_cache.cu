@@ -295,3 +295,40 @@ TEST_CASE("GraphCache: a bucket's first call warms f up after the work queued on
   stream.synchronize();
   CHECK(host(acc.span())[0] == 14.0f);  // the warm-up and the replay each added 7
 }
+
+// An engine's bucket of no entities queues nothing. Its capture is an Error by default (the
+// usual cause is work on another stream, which would run once), and the cache stays usable;
+// GraphCacheOptions::allow_empty keeps the bucket as an empty graph.
+TEST_CASE("GraphCache: a bucket whose capture records no work is an Error unless allow_empty, which keeps it",
+          "[cache][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  auto x = filled(1, 1), acc = filled(1, 0);
+  put_all(x, 2.0f);
+  put_all(acc, 0.0f);
+  auto step = [&](int entities) {
+    for (int i = 0; i < entities; ++i) accumulate<<<1, 1, 0, cugraphs::current_stream()>>>(acc.data(), x.data());
+    cugraphs::check_launch("accumulate");
+  };
+  cugraphs::GraphCacheOptions opts;
+  opts.warmup_iters = 0;
+  auto strict = cugraphs::make_graph_cache(std::vector<int>{0, 3}, step, opts);
+  const auto e = expect_error([&] { (void)strict(0); });
+  CHECK(contains(e.what(), "recorded no work"));
+  CHECK(contains(e.what(), "GraphCacheOptions"));
+  CHECK(strict.stats().entries == 0);
+  (void)strict(3);  // still usable: 3 additions of 2
+  (void)strict(3);
+  stream.synchronize();
+  CHECK(host(acc.span())[0] == 12.0f);
+
+  opts.allow_empty = true;
+  auto lenient = cugraphs::make_graph_cache(std::vector<int>{0, 3}, step, opts);
+  (void)lenient(0);
+  (void)lenient(0);  // a replay of the empty graph
+  (void)lenient(2);  // bucket 3: 3 additions
+  stream.synchronize();
+  CHECK(host(acc.span())[0] == 18.0f);
+  CHECK(lenient.stats().captures == 2);
+  CHECK(lenient.stats().hits == 1);
+}

@@ -684,10 +684,12 @@ TEST_CASE("Escapes: work on a stream forked from the capture before a conditiona
   capture_and_check_affine(g, x);
 }
 
-// A solver's convergence loop inside a time-step loop: the inner condition, set by kernels,
-// starts from its initial value each time the outer body reaches the inner node.
-TEST_CASE("SetByKernels: a While set by kernels inside another While starts again from its initial value at every "
-          "outer iteration", "[conditional][gpu]") {
+namespace {
+
+// A time-step loop (4 steps) around a solve of 3 iterations, the solve's condition set by
+// kernels (SetByKernels{1}) or made before its node inside the step (make_condition(1)):
+// replayed twice, every step must solve again.
+void check_nested_solve(bool made_before) {
   DeviceBuffer<int> left(1), outer(1), runs(1), this_entry(1);
   DeviceBuffer<bool> go(1);
   Graph g;
@@ -695,8 +697,14 @@ TEST_CASE("SetByKernels: a While set by kernels inside another While starts agai
     CaptureScope scope(g);
     ConditionalScope<cugraphs::While> steps(scope, go.data());
     count_down<<<1, 1, 0, scope.stream()>>>(left.data(), outer.data(), go.data());
-    ConditionalScope<cugraphs::While> solve(scope, cugraphs::SetByKernels{1});
-    inner_step<<<1, 1, 0, scope.stream()>>>(runs.data(), this_entry.data(), 3, solve.condition());
+    if (made_before) {
+      auto more = scope.make_condition(1);
+      ConditionalScope<cugraphs::While> solve(scope, more);
+      inner_step<<<1, 1, 0, scope.stream()>>>(runs.data(), this_entry.data(), 3, more);
+    } else {
+      ConditionalScope<cugraphs::While> solve(scope, cugraphs::SetByKernels{1});
+      inner_step<<<1, 1, 0, scope.stream()>>>(runs.data(), this_entry.data(), 3, solve.condition());
+    }
   }
   for (int replay = 0; replay < 2; ++replay) {
     put(left, 4);
@@ -709,6 +717,15 @@ TEST_CASE("SetByKernels: a While set by kernels inside another While starts agai
     CHECK(get(outer) == 4);
     CHECK(get(runs) == 4 * 3);
   }
+}
+
+}  // namespace
+
+// A solver's convergence loop inside a time-step loop: the inner condition, set by kernels,
+// starts from its initial value each time the outer body reaches the inner node.
+TEST_CASE("SetByKernels: a While set by kernels inside another While starts again from its initial value at every "
+          "outer iteration", "[conditional][gpu]") {
+  check_nested_solve(false);
 }
 
 // The documented contract of a node set by kernels inside a While: the next iteration sees
@@ -767,4 +784,12 @@ TEST_CASE("Escapes: a ConditionalScope opened under a StreamGuard in a capture f
     CHECK(get(y) == 7.0f);
     CHECK(get(x) == 9.0f);
   }
+}
+
+// Before: a condition made inside a body (NVIDIA's samples' handle-first idiom, in a solve
+// inside a time-step loop) took its initial value only when the graph was launched, so from
+// the second outer iteration on the inner While found the 0 its last run left and never ran.
+TEST_CASE("Conditions: a condition made inside a body takes its initial value each time the body runs there",
+          "[conditional][gpu]") {
+  check_nested_solve(true);
 }

@@ -936,3 +936,79 @@ TEST_CASE("Graph: capture_or_update and update(fn) capture again on the stream t
   CHECK(g.node_count() == 2);
   replay_and_check();
 }
+
+// Before: work given the stream that was current before the capture (a library handle bound
+// to it with cublasSetStream once at start-up, a launch naming a saved stream variable) ran
+// once, eagerly, while the graph was captured; the capture held the rest of the step, so it
+// was not empty, and every replay lacked that work, silently.
+TEST_CASE("Escapes: work on the stream current when the capture began is refused unless the capture stream waits "
+          "for it; a StreamGuard of that stream inside the capture makes a branch",
+          "[escapes][stream][gpu]") {
+  auto x = filled(kN, 1);
+  put_all(x, 1.0f);
+  cugraphs::Stream mine;
+  cugraphs::StreamGuard on(mine);
+  const cudaStream_t bound = cugraphs::current_stream();  // as a handle bound at start-up holds it
+  Graph g;
+  const auto e = expect_error([&] {
+    cugraphs::capture(g, [&](cudaStream_t s) {
+      affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 2.0f, 1.0f);
+      affine_kernel<<<blocks_for(kN), kThreads, 0, bound>>>(x.data(), kN, 1.0f, 1.0f);  // the "library's" work
+    });
+  });
+  CHECK(e.code() == cudaErrorStreamCaptureUnjoined);
+  CHECK(contains(e.what(), "current_stream() when the capture began"));
+  CHECK(contains(e.what(), "cublasSetStream"));
+  CHECK(contains(e.what(), "1 node(s) at its end"));
+  CHECK_FALSE(g.is_capturing());
+  CHECK_FALSE(cugraphs::is_capturing(mine));
+  CHECK(cugraphs::current_stream() == mine.get());
+  mine.synchronize();
+  CHECK(host(x.span())[0] == 1.0f);  // captured, refused: nothing ran
+  // The same through capture_begin / capture_end, and in a graphed callable's capture.
+  g.capture_begin();
+  affine_kernel<<<blocks_for(kN), kThreads, 0, g.stream()>>>(x.data(), kN, 2.0f, 1.0f);
+  affine_kernel<<<blocks_for(kN), kThreads, 0, bound>>>(x.data(), kN, 1.0f, 1.0f);
+  const auto e2 = expect_error([&] { g.capture_end(); });
+  CHECK(contains(e2.what(), "current_stream() when the capture began"));
+  const auto e3 = expect_error([&] {
+    (void)cugraphs::make_graphed_callable(
+        [&](In in) {
+          copy_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(x.data(), in.data(), kN);
+          affine_kernel<<<blocks_for(kN), kThreads, 0, bound>>>(x.data(), kN, 1.0f, 1.0f);
+        },
+        In(x.span()));
+  });
+  CHECK(contains(e3.what(), "current_stream() when the capture began"));
+  put_all(x, 1.0f);
+
+  // Made current again inside the capture (an engine's subsystem), the stream is a branch of
+  // the graph: ordered after the capture stream's work so far and joined back at the guard's end.
+  cugraphs::capture(g, [&](cudaStream_t s) {
+    affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 2.0f, 1.0f);
+    {
+      cugraphs::StreamGuard subsystem(mine);
+      affine_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(x.data(), kN, 1.0f, 1.0f);
+    }
+    affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 3.0f, 0.0f);
+  });
+  mine.synchronize();
+  CHECK(host(x.span())[0] == 1.0f);
+  float want = 1.0f;
+  for (int r = 0; r < 2; ++r) {
+    g.replay();
+    want = (want * 2.0f + 1.0f + 1.0f) * 3.0f;
+    REQUIRE(host(x.span())[0] == want);
+  }
+
+  // EscapeCheck::Off leaves the stream alone: the work runs once, eagerly, as before.
+  Graph off;
+  CaptureOptions o;
+  o.escapes = cugraphs::EscapeCheck::Off;
+  cugraphs::capture(off, [&](cudaStream_t s) {
+    affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 1.0f, 0.0f);
+    affine_kernel<<<blocks_for(kN), kThreads, 0, bound>>>(x.data(), kN, 1.0f, 1.0f);
+  }, o);
+  mine.synchronize();
+  CHECK(host(x.span())[0] == want + 1.0f);
+}

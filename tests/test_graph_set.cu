@@ -310,3 +310,36 @@ TEST_CASE("GraphSet: a step that launches on the legacy default stream, or copie
     CHECK(data.read(d) == want);
   }
 }
+
+// A step with nothing to do on one device (the last: on one GPU, the only one) records no
+// work there. That is an Error by default (the usual cause is work on another stream, which
+// would run once), the set left empty; GraphSetOptions::allow_empty keeps that device's
+// graph empty and the others' as captured.
+TEST_CASE("GraphSet: a device whose capture records no work is an Error unless allow_empty, which keeps it empty",
+          "[graph_set][gpu]") {
+  const int devices = device_count();
+  PerDevice data(devices);
+  const int idle = devices - 1;
+  auto step = [&](int device, cudaStream_t s) {
+    if (device != idle) step_on(data.x[static_cast<std::size_t>(device)]->data(), device, s);
+  };
+  GraphSet set;
+  const auto e = expect_error([&] { set.capture(step); });
+  CHECK(contains(e.what(), "recorded no work"));
+  CHECK(contains(e.what(), "GraphSetOptions"));
+  CHECK(set.empty());
+
+  GraphSetOptions o;
+  o.allow_empty = true;
+  set.capture(step, o);
+  REQUIRE(set.size() == static_cast<std::size_t>(devices));
+  set.replay();
+  set.replay();
+  set.synchronize();
+  for (int d = 0; d < devices; ++d) {
+    std::vector<float> expected = data.start[static_cast<std::size_t>(d)];
+    if (d != idle)
+      for (float& v : expected) v = step_value(step_value(v, d), d);
+    CHECK(data.read(d) == expected);
+  }
+}

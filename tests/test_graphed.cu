@@ -556,3 +556,56 @@ TEST_CASE("Graphed callables: feeding outputs that are views of the static input
   CHECK(bitwise_equal(host(q), want_current));
   CHECK(bitwise_equal(host(d), want_next));
 }
+
+// A callable without inputs whose f queues nothing (a frame hook with nothing registered)
+// records no work: an Error by default, which names the options to set; with
+// GraphedOptions::allow_empty it is kept and its calls do nothing.
+TEST_CASE("GraphedCallable: an f without inputs that records no work is an Error unless allow_empty",
+          "[graphed][gpu]") {
+  std::vector<int> hooks;  // nothing registered
+  DeviceBuffer<float> x(kN);
+  x.copy_from_host(std::vector<float>(kN, 1.5f));
+  auto frame = [&] {
+    for (int k : hooks) step_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(x.data(), kN, k);
+    cugraphs::check_launch("step_kernel");
+  };
+  const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(frame); });
+  CHECK(contains(e.what(), "recorded no work"));
+  CHECK(contains(e.what(), "GraphedOptions"));
+  cugraphs::GraphedOptions opts;
+  opts.allow_empty = true;
+  auto g = cugraphs::make_graphed_callable(opts, frame);
+  g();
+  g();
+  CHECK(g.calls() == 2);
+  CHECK(bitwise_equal(host(x.span()), std::vector<float>(kN, 1.5f)));
+}
+
+// A port that fills an input (or clears an optimizer's moments) on its stream and then makes
+// the callable. Before: the warm-up calls and the copy of the samples onto the static inputs
+// ran on the capture stream, unordered with the caller's stream, and read the input before
+// the fill (the warm-up's effect and the static input both silently stale).
+TEST_CASE("GraphedCallable: the warm-up and the static inputs' first values come after the work queued on the "
+          "current stream",
+          "[graphed][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  DeviceBuffer<float> x(1), acc(1);
+  put_all(x, 1.0f);
+  put_all(acc, 0.0f);
+  slow_fill_kernel<<<1, 32, 0, stream>>>(x.data(), 1, 7.0f, 50'000'000);  // x = 7 after 50 ms
+  cugraphs::GraphedOptions o;
+  o.warmup_iters = 1;
+  auto g = cugraphs::make_graphed_callable(
+      o,
+      [a = acc.span()](In in) {
+        accumulate<<<1, 1, 0, cugraphs::current_stream()>>>(a.data(), in.data(), 1);
+        cugraphs::check_launch("accumulate");
+      },
+      In(x));
+  stream.synchronize();
+  CHECK(host(acc.span())[0] == 7.0f);  // the warm-up added the filled value
+  g(std::get<0>(g.static_inputs()));   // the static input as it was made: no copy, reads the sample's value
+  stream.synchronize();
+  CHECK(host(acc.span())[0] == 14.0f);
+}

@@ -55,6 +55,11 @@ struct GraphCacheOptions {
   int warmup_iters = 1;
   std::optional<PoolHandle> pool;  ///< none: a fresh pool
   CaptureMode mode = CaptureMode::Global;
+  /// Whether a bucket whose capture records no work (f(bucket) queues nothing: an engine's
+  /// bucket of no entities) is kept as an empty graph (CaptureOptions::allow_empty). By
+  /// default it is an Error (the cache stays usable): the usual cause is f's work queued on a stream
+  /// other than current_stream(), which ran once at the capture and never in a replay.
+  bool allow_empty = false;
 };
 
 /// What a GraphCache has done so far, and holds now.
@@ -216,8 +221,7 @@ private:
     std::optional<Graph> victim;
     make_room(known_bytes_[b].value_or(0), victim);
     if (!warmed_[b] && opts_.warmup_iters > 0) {
-      detail::wait_for_stream(capture_stream(), stream, kOp);
-      detail::warm_up(kOp, capture_stream(), opts_.warmup_iters, [&, this] { return f_(bucket); });
+      detail::warm_up(kOp, capture_stream(), opts_.warmup_iters, [&, this] { return f_(bucket); }, stream);
     }
     warmed_[b] = true;
 
@@ -228,6 +232,7 @@ private:
       CaptureOptions co;
       co.pool = pool_;
       co.mode = opts_.mode;
+      co.allow_empty = opts_.allow_empty;
       co.instantiate = false;  // an evicted executable may take it in place
       CaptureScope scope(next, co);
       if constexpr (std::is_void_v<Result>) {

@@ -48,7 +48,8 @@ public:
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   /// A condition made now, before its node: kernels captured from here on set it
   /// (Condition::set), and a ConditionalScope opened later at the same nesting level takes
-  /// it, adding no node of its own. It is reset to `initial` at every launch of the graph.
+  /// it, adding no node of its own. It is reset to `initial` at every launch of the graph,
+  /// and, made inside a conditional body, each time the body runs (a one-thread kernel here).
   [[nodiscard]] Condition make_condition(unsigned initial = 0);
 #endif
 

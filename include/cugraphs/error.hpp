@@ -79,6 +79,8 @@ namespace detail {
 // Why work issued to the capturing thread's per-thread default stream, and never waited for
 // by the capture stream, was refused: `found` says how many nodes end it and what they are.
 [[nodiscard]] std::string per_thread_escape_message(std::string_view found);
+// The same for work on `stream`, the thread's current stream when the capture began.
+[[nodiscard]] std::string watched_escape_message(cudaStream_t stream, std::string_view found);
 
 // Why a captured copy of plain pageable host memory was refused: `found` names the copy.
 [[nodiscard]] std::string pageable_copy_message(std::string_view found);

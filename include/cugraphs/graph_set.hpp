@@ -46,6 +46,11 @@ struct GraphSetOptions {
   /// Graph's capture in Global mode does. On by default: ThreadLocal alone would let them
   /// through (EscapeCheck::Auto), and such work would run once, while the set is captured.
   EscapeCheck escapes = EscapeCheck::On;
+  /// Whether a device's capture that records no work (a step with nothing to do on that
+  /// device) is kept as an empty graph (CaptureOptions::allow_empty). By default it is an
+  /// Error, and the set is left empty: the usual cause is work queued on a
+  /// stream other than the step's, which ran once at the capture and never in a replay.
+  bool allow_empty = false;
 };
 
 /// One graph per device, captured from the same step. capture() runs `step(device, scope)`
@@ -82,6 +87,7 @@ public:
       CaptureOptions co;
       co.mode = opts.mode;
       co.escapes = opts.escapes;
+      co.allow_empty = opts.allow_empty;
       co.stream = members[i].stream;  // the set's own: a capture thread's capture_stream() ends with it
       if (!opts.pools.empty()) co.pool = opts.pools[i];
       CaptureScope scope(members[i].graph, co);

@@ -41,6 +41,10 @@ struct GraphedOptions {
   /// is f's work launched on a stream other than current_stream(), which runs once while f is
   /// captured and never in a call. Set it for an f that ignores an input on purpose.
   bool allow_unused_input = false;
+  /// Whether f's capture may record no work at all (CaptureOptions::allow_empty): by default
+  /// it is an Error, for the same reason (f's work went to another stream and ran once). A
+  /// callable with inputs always records its staging node, so this matters only without inputs.
+  bool allow_empty = false;
 };
 
 namespace detail {
@@ -141,9 +145,12 @@ void check_warm_up(std::string_view op, int iterations, const Args&... samples) 
 // with `s` as the current stream, which let libraries initialise lazily before a capture,
 // then a wait for their work. Whatever a call returns (buffers) is freed right after it.
 // Random numbers the calls draw are taken back at the end (tls_warm_up_draws), also when a
-// call throws.
+// call throws. The calls (and whatever `s` does next: the capture, copying the samples onto
+// the static inputs) come after the work queued so far on `after`, the caller's stream, where
+// the samples may still be on their way (a kernel that fills an input, a cudaMemsetAsync of an
+// optimizer's moments); a stream of another device is left alone.
 template <class Step>
-void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step) {
+void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step, cudaStream_t after) {
   struct TakeBack {
     std::vector<DrawnInWarmUp> drawn;
     std::vector<DrawnInWarmUp>* outer = std::exchange(tls_warm_up_draws, &drawn);
@@ -155,6 +162,7 @@ void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step) {
       take_back_draws(drawn);
     }
   } take_back;
+  if (after != s && stream_device(after, op) == stream_device(s, op)) wait_for_stream(s, after, op);
   StreamGuard on(s);
   for (int i = 0; i < iterations; ++i) static_cast<void>(step());
   check(cudaStreamSynchronize(s), "{}: waiting for the warm-up calls", op);
@@ -165,7 +173,7 @@ template <class F, class... Args>
 void warm_up_callable(F& f, cudaStream_t s, int iterations, const Args&... samples) {
   constexpr std::string_view op = "make_graphed_callable";
   check_warm_up(op, iterations, samples...);
-  warm_up(op, s, iterations, [&] { return detail::invoke(f, samples...); });
+  warm_up(op, s, iterations, [&] { return detail::invoke(f, samples...); }, current_stream());
 }
 
 }  // namespace detail
@@ -210,6 +218,7 @@ public:
       co.mode = opts.mode;
       co.stream = opts.stream;
       co.per_launch = opts.per_launch;
+      co.allow_empty = opts.allow_empty;
       CaptureScope scope(graph_, co);
       [[maybe_unused]] std::size_t next = 0;  // unused without inputs
       [[maybe_unused]] auto record = [&, this](std::size_t i, auto leaf) {

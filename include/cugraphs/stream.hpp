@@ -84,11 +84,12 @@ inline thread_local std::vector<StreamListenerEntry> tls_stream_listeners;
 // Every change of the current stream goes through here, so listeners see each one.
 void set_current_stream(cudaStream_t stream) noexcept;
 
-// Where `from` is capturing and `to` is a stream of the program's that is not (neither the
-// legacy nor the per-thread default stream), makes `to` wait for `from` in the capture, so
-// that what is launched on `to` from here on is captured into the same graph after `from`'s
-// work, and returns true. Otherwise does nothing and returns false. Throws an Error where
-// CUDA refuses the fork.
+// Where `from` is capturing and `to` is a stream of the program's (neither the legacy nor the
+// per-thread default stream) that is not, or is in the same capture (the stream current when
+// the capture began, which the escape check forks in), makes `to` wait for `from` in the
+// capture, so that what is launched on `to` from here on is captured into the same graph
+// after `from`'s work, and returns true. Otherwise does nothing and returns false. Throws an
+// Error where CUDA refuses the fork.
 [[nodiscard]] bool fork_into_capture(cudaStream_t from, cudaStream_t to);
 // Makes `from` wait for what `to` captured since fork_into_capture, where both still capture
 // (an unjoined stream fails the capture's end loudly otherwise).

@@ -283,7 +283,7 @@ private:
   }
 
   // Warm-up: `iterations` eager forward and backward calls on the samples, on the capture
-  // stream, with zeros as the incoming gradients.
+  // stream after the work queued on current_stream(), with zeros as the incoming gradients.
   static void warm_up(ForwardFn& fwd, Bwd& bwd, cudaStream_t s, int iterations, const A&... samples) {
     constexpr std::string_view op = "make_graphed_pair";
     detail::check_warm_up(op, iterations, detail::unmarked(samples)...);
@@ -305,7 +305,7 @@ private:
       const GradOutputs grads = detail::map_tree(zeros, parts.first);
       // Buffers the backward returns are freed here, before those in `keep`.
       static_cast<void>(detail::invoke_backward<Parts::saving>(bwd, fwd.values, parts.first, parts.second, grads));
-    });
+    }, current_stream());
   }
 
   std::optional<ForwardCallable> fwd_;

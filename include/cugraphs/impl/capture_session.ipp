@@ -15,7 +15,7 @@ CUGRAPHS_INLINE CaptureSession::CaptureSession(std::shared_ptr<Pool> p, cudaStre
         instantiate(instantiate_), device_launch(device_launch_), owner(owner_),
         frames(s, device_, m, mode_name_, streams) {
   pool->begin_capture(id);
-  if (guard) guard_.prepare();
+  if (guard) guard_.prepare(tls_current_stream, stream, device);
   if (const cudaError_t e = cudaStreamBeginCapture(stream, mode); e != cudaSuccess) {
     pool->end_capture(id);
     throw_cuda(e, format("{} (cudaStreamBeginCapture)", op), mode_name);
@@ -53,18 +53,22 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   // Work on the per-thread default stream that the capture stream never waited for: without
   // the guard it would have run once, eagerly; in the graph it would float free of the rest.
   const bool per_thread_escape = e == cudaSuccess && !guard_.per_thread_escape().empty();
+  // The same for the stream current before the capture (a library handle bound to it, a
+  // launch naming it): without the guard that work would have run once, eagerly.
+  const bool watched_escape = e == cudaSuccess && !per_thread_escape && !guard_.watched_escape().empty();
   // A copy of pageable host memory: every replay would read (or write) that address when it
   // runs, long after the eager call would have staged it, when a stack variable is gone.
   std::optional<std::string> pageable;
-  if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && check_copies)
+  if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && check_copies)
     pageable = pageable_copy(c.graph, frames.made());
   // A capture that recorded nothing: its work went to another stream and ran once, now.
-  const bool empty = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !pageable && !allow_empty &&
+  const bool empty = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable &&
+                     !allow_empty &&
                      [&] {
                        std::size_t n = 0;
                        return cudaGraphGetNodes(c.graph, nullptr, &n) == cudaSuccess && n == 0;
                      }();
-  const bool ok = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !pageable && !empty;
+  const bool ok = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable && !empty;
   const std::string driver_said = e != cudaSuccess ? log.since() : std::string{};
   if (ring) ring->end_capture();
   close(ok);
@@ -82,12 +86,15 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   if (c.graph != nullptr) report_in_destructor(cudaGraphDestroy(c.graph), "cudaGraphDestroy");
   if (per_thread_escape)
     throw_error(cudaErrorStreamCaptureUnjoined, op, "{}", per_thread_escape_message(guard_.per_thread_escape()));
+  if (watched_escape)
+    throw_error(cudaErrorStreamCaptureUnjoined, op, "{}", watched_escape_message(guard_.watched(), guard_.watched_escape()));
   if (pageable) throw_error(cudaErrorInvalidValue, op, "{}", pageable_copy_message(*pageable));
   if (empty)
     throw_misuse(op, "the capture recorded no work: nothing was queued on its stream {} (current_stream() while "
                      "the capture is open). Work queued on another stream of the program's ran once, now, and "
                      "would be missing from every replay; queue it on current_stream() (CaptureScope::stream(), "
-                     "Graph::stream()), or set CaptureOptions::allow_empty to keep an empty graph",
+                     "Graph::stream()), or set allow_empty to keep an empty graph (CaptureOptions, GraphedOptions, "
+                     "GraphCacheOptions or GraphSetOptions: whichever began this capture)",
                  static_cast<const void*>(stream));
   const cudaError_t why = e != cudaSuccess ? e : cudaErrorStreamCaptureInvalidated;
   (void)cudaGetLastError();
@@ -100,9 +107,18 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
             "cudaStreamQuery(cudaStreamPerThread)) meets a capturing stream and fails the capture too; make such "
             "calls after capture_end, or capture with EscapeCheck::Off."
           : "";
+  const std::string watched_note =
+      !escape && why == cudaErrorStreamCaptureInvalidated && guard_.watched() != nullptr
+          ? format(" The escape check had also forked stream {} (this thread's current stream when the capture "
+                   "began) into the capture (CaptureOptions::escapes): a synchronize or query of that stream "
+                   "(Stream::synchronize, cudaStreamQuery, a DeviceBuffer copy to or from the host on it) meets a "
+                   "capturing stream and fails the capture too; make such calls after capture_end, or capture "
+                   "with EscapeCheck::Off.",
+                   static_cast<const void*>(guard_.watched()))
+          : std::string{};
   raise(Error(why, cuda_message(why, escape ? std::string(op) : format("{} (cudaStreamEndCapture)", op), mode_name,
                                 escape ? escape_message() : std::string{}) +
-                       std::string(per_thread_note) + driver_said));
+                       std::string(per_thread_note) + watched_note + driver_said));
 }
 
 CUGRAPHS_INLINE void CaptureSession::abort() noexcept {

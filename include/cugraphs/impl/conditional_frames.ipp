@@ -143,6 +143,12 @@ CUGRAPHS_INLINE ConditionSource ConditionalFrames::make_condition(unsigned initi
   cudaGraphConditionalHandle h{};
   check(cudaGraphConditionalHandleCreate(&h, info.graph, initial, cudaGraphCondAssignDefault),
         "{}: cudaGraphConditionalHandleCreate", op);
+  // CUDA gives the handle its default value when the graph is launched, not each time a body
+  // runs: made inside a body (a solve inside a time-step loop), a While would find the 0 its
+  // last run left and not run again. So it is set here, each time the body reaches this point
+  // (before any kernel the program hands it to).
+  if (!frames_.empty())
+    launch_set_condition(h, reinterpret_cast<const void*>(std::uintptr_t{initial}), 0, now(), op);
   return ConditionSource::made_handle(h, info.graph);
 }
 

@@ -7,22 +7,46 @@
 #include <cugraphs/config.hpp>
 #include <cugraphs/detail/graph_queries.hpp>
 
+#include <utility>
+
 namespace cugraphs::detail {
 
-CUGRAPHS_INLINE void EscapeGuard::prepare() noexcept {
+CUGRAPHS_INLINE void EscapeGuard::prepare(cudaStream_t prior, cudaStream_t capture, int device) noexcept {
   // The first use of the per-thread default stream creates it: done here, before the capture
   // begins, so that it is no call made during the capture.
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
   if (cudaStreamIsCapturing(cudaStreamPerThread, &status) != cudaSuccess) (void)cudaGetLastError();
+  // The stream current until now: a stream of the program's (the default streams are watched
+  // otherwise), of this device, that no capture holds (an enclosing capture's stream, or one
+  // it forked, is that capture's business).
+  candidate_ = nullptr;
+  if (prior == nullptr || prior == cudaStreamLegacy || prior == cudaStreamPerThread || prior == capture) return;
+  int on = -1;
+  status = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(prior, &status) != cudaSuccess || status != cudaStreamCaptureStatusNone ||
+      cudaStreamGetDevice(prior, &on) != cudaSuccess || on != device) {
+    (void)cudaGetLastError();  // a stream CUDA cannot say anything of is left alone
+    return;
+  }
+  candidate_ = prior;
 }
 
 CUGRAPHS_INLINE void EscapeGuard::fork(cudaStream_t capture, int device, std::size_t depth, std::string_view op) {
   const cudaStream_t g = thread_stream(ThreadStream::EscapeGuard, device, depth);
   event_ = event(device);
   escaped_.clear();
+  watched_escaped_.clear();
+  watched_ = nullptr;
   check(cudaEventRecord(event_, capture), "{}: forking the escape guard (cudaEventRecord)", op);
   check(cudaStreamWaitEvent(g, event_, 0), "{}: forking the escape guard (cudaStreamWaitEvent)", op);
   guard_ = g;
+  if (candidate_ != nullptr) {
+    check(cudaStreamWaitEvent(candidate_, event_, 0),
+          "{}: forking the stream current before the capture ({}) into it (cudaStreamWaitEvent)", op,
+          static_cast<const void*>(candidate_));
+    watched_ = std::exchange(candidate_, nullptr);
+    watching_ = true;
+  }
   if (capture == cudaStreamPerThread) return;
   // A stream some capture already holds (an enclosing capture forked it or captures on it, or
   // it is this capture's own stream: stream 0 of a --default-stream per-thread unit), or a
@@ -42,8 +66,18 @@ CUGRAPHS_INLINE void EscapeGuard::fork(cudaStream_t capture, int device, std::si
   device_ = device;
 }
 
+CUGRAPHS_INLINE cudaError_t EscapeGuard::join_branch(cudaStream_t branch, cudaStream_t capture) const noexcept {
+  const cudaError_t r = cudaEventRecord(event_, branch);
+  return r == cudaSuccess ? cudaStreamWaitEvent(capture, event_, 0) : r;
+}
+
 CUGRAPHS_INLINE cudaError_t EscapeGuard::join(cudaStream_t capture, bool look) noexcept {
   cudaError_t r = cudaSuccess;
+  if (watching_) {
+    watching_ = false;
+    if (look) watched_escaped_ = unjoined(watched_, capture);
+    r = join_branch(watched_, capture);
+  }
   if (per_thread_) {
     per_thread_ = false;
     // The per-thread default stream named is the current device's: the capture's, whatever
@@ -51,22 +85,21 @@ CUGRAPHS_INLINE cudaError_t EscapeGuard::join(cudaStream_t capture, bool look) n
     int previous = device_;
     const bool switched = cudaGetDevice(&previous) == cudaSuccess && previous != device_ &&
                           cudaSetDevice(device_) == cudaSuccess;
-    if (look) escaped_ = unjoined_per_thread(capture);
-    r = cudaEventRecord(event_, cudaStreamPerThread);
-    if (r == cudaSuccess) r = cudaStreamWaitEvent(capture, event_, 0);
+    if (look) escaped_ = unjoined(cudaStreamPerThread, capture);
+    const cudaError_t p = join_branch(cudaStreamPerThread, capture);
+    if (r == cudaSuccess) r = p;
     if (switched) (void)cudaSetDevice(previous);
   }
   if (guard_ == nullptr) return r;
-  cudaError_t g = cudaEventRecord(event_, guard_);
-  if (g == cudaSuccess) g = cudaStreamWaitEvent(capture, event_, 0);
+  const cudaError_t g = join_branch(guard_, capture);
   guard_ = nullptr;
   return r != cudaSuccess ? r : g;
 }
 
-CUGRAPHS_INLINE std::string EscapeGuard::unjoined_per_thread(cudaStream_t capture) noexcept {
+CUGRAPHS_INLINE std::string EscapeGuard::unjoined(cudaStream_t branch, cudaStream_t capture) noexcept {
   // An invalidated capture, or one that cannot be read, is left to cudaStreamEndCapture.
   CaptureInfo pt, origin;
-  if (try_capture_info(cudaStreamPerThread, pt) != cudaSuccess || pt.status != cudaStreamCaptureStatusActive ||
+  if (try_capture_info(branch, pt) != cudaSuccess || pt.status != cudaStreamCaptureStatusActive ||
       pt.count == 0) {  // nothing issued there
     (void)cudaGetLastError();
     return {};
