@@ -920,3 +920,44 @@ TEST_CASE("RNG: the warm-up of a graphed callable and of a cache's bucket takes 
   }
   CHECK(a.offset() == b.offset());
 }
+
+// Before: a PhiloxArgs drawn before the capture (at the top of a training step, as the eager
+// program drew it) and handed to a captured kernel was baked into the graph: every replay drew
+// the same numbers (a dropout mask frozen for good), silently.
+TEST_CASE("RNG: a captured kernel given numbers drawn before the capture is an Error; drawn inside, every replay "
+          "draws afresh",
+          "[rng][gpu]") {
+  Generator gen(11);
+  DeviceBuffer<float> out(4096);
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  const PhiloxArgs drawn = gen.philox(1);  // the eager step drew here
+  Graph g;
+  const auto e = expect_error([&] {
+    cugraphs::capture(g, [&](cudaStream_t s) {
+      uniforms<<<blocks_for(out.size()), kThreads, 0, s>>>(out.data(), out.size(), drawn, 1);
+    });
+  });
+  CHECK(e.code() == cudaSuccess);
+  CHECK(contains(e.what(), "takes random numbers drawn outside it"));
+  CHECK(contains(e.what(), "seed 11 and offset 0"));
+  CHECK_FALSE(g.is_capturing());
+  // Drawn inside the capture: every replay draws afresh.
+  cugraphs::capture(g, [&](cudaStream_t s) { draw(gen, out, 1, s); });
+  g.replay();
+  const auto a = out.to_host();
+  g.replay();
+  CHECK_FALSE(bitwise_equal(out.to_host(), a));
+  // EscapeCheck::Off keeps fixed numbers on purpose.
+  const PhiloxArgs fixed = gen.philox(1);
+  Graph off;
+  cugraphs::CaptureOptions o;
+  o.escapes = cugraphs::EscapeCheck::Off;
+  cugraphs::capture(off, [&](cudaStream_t s) {
+    uniforms<<<blocks_for(out.size()), kThreads, 0, s>>>(out.data(), out.size(), fixed, 1);
+  }, o);
+  off.replay();
+  const auto c = out.to_host();
+  off.replay();
+  CHECK(bitwise_equal(out.to_host(), c));
+}

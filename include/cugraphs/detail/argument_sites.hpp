@@ -27,6 +27,7 @@
 #include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/detail/kernel_args.hpp>
 #include <cugraphs/detail/launchers.hpp>
+#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/error.hpp>
 
 #include <cuda_runtime_api.h>
@@ -381,6 +382,13 @@ private:
   // shared with the graph's holder (NativeGraph::keep), since the node names it.
   std::shared_ptr<CUevent_st> done_;
 };
+
+// A PhiloxArgs this thread drew outside any capture (tls_eager_draws) that a kernel node of `g`
+// (its child graphs, the bodies in `conditionals`) takes as a parameter of its own: its
+// (seed, offset). Such a kernel would draw the same numbers at every replay. Queries in
+// relaxed mode; leaves no error behind.
+[[nodiscard]] std::optional<std::pair<std::uint64_t, std::uint64_t>> eager_draw_taken(
+    cudaGraph_t g, const std::vector<ConditionalMade>& conditionals, std::string_view op) noexcept;
 
 // Visits every node of `g`, its child graphs' and the bodies of the conditional nodes in
 // `conditionals`: `kernel(params)` with a kernel node's arguments, one span a parameter (the

@@ -10,6 +10,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <concepts>
 #include <cstddef>
 #include <cstdint>
@@ -50,6 +51,18 @@ inline thread_local std::vector<DrawnInWarmUp>* tls_warm_up_draws = nullptr;
 // Puts each generator of `drawn` back where it was, where nothing else has moved it since
 // the warm-up's first draw (another thread's draws, a replay): those stay (rng.ipp).
 CUGRAPHS_INLINE void take_back_draws(std::span<const DrawnInWarmUp> drawn) noexcept;
+
+// The last draws this thread made outside any capture since its last capture ended ((seed,
+// offset) of each PhiloxArgs handed out; a warm-up's, given back, are not noted): a capture
+// whose kernels take one of them would hand them the same numbers at every replay, which
+// capture_end refuses where the escape check is on.
+struct EagerDraws {
+  static constexpr std::size_t kKept = 16;
+  std::array<std::pair<std::uint64_t, std::uint64_t>, kKept> kept{};
+  std::size_t made = 0;  // of which the last min(made, kKept) are kept
+  void note(std::uint64_t seed, std::uint64_t offset) noexcept { kept[made++ % kKept] = {seed, offset}; }
+};
+inline thread_local EagerDraws tls_eager_draws;
 
 inline thread_local std::vector<CaptureSession*> tls_captures;  // open on this thread, innermost last
 

@@ -176,6 +176,39 @@ CUGRAPHS_INLINE std::optional<unsigned> ArgumentSites::unreached_generator(cudaG
   return std::nullopt;
 }
 
+CUGRAPHS_INLINE std::optional<std::pair<std::uint64_t, std::uint64_t>> eager_draw_taken(
+    cudaGraph_t g, const std::vector<ConditionalMade>& conditionals, std::string_view op) noexcept {
+  const EagerDraws& eager = tls_eager_draws;
+  if (eager.made == 0) return std::nullopt;
+  const std::size_t kept = std::min(eager.made, EagerDraws::kKept);
+  RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> found;
+  CUGRAPHS_TRY {
+    (void)walk_nodes(
+        g, conditionals, op,
+        [&](std::span<const std::span<const std::byte>> params) {
+          // A PhiloxArgs passed by value is a parameter of its own, 24 bytes: seed, offset, and
+          // no device words. Only such a parameter is judged, so other arguments that happen
+          // to hold the same numbers (a count, a null pointer) are never taken for a draw.
+          for (const auto a : params) {
+            if (a.size() != 3 * sizeof(std::uint64_t)) continue;
+            std::uint64_t w[3];
+            std::memcpy(w, a.data(), sizeof w);
+            if (w[2] != 0) continue;
+            for (std::size_t i = 0; i < kept && !found; ++i)
+              if (eager.kept[i] == std::pair{w[0], w[1]}) found = eager.kept[i];
+            if (found) return false;  // stops the walk
+          }
+          return true;
+        },
+        [](const cudaMemcpy3DParms&) { return true; }, [](const cudaMemsetParams&) {});
+  } CUGRAPHS_CATCH_ALL {
+    found.reset();  // a graph that cannot be read is not judged
+  }
+  (void)cudaGetLastError();
+  return found;
+}
+
 CUGRAPHS_INLINE bool ArgumentSites::takes_placeholder(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
                                                       unsigned generator, std::string_view op) const {
   RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread

@@ -61,14 +61,21 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   std::optional<std::string> pageable;
   if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && check_copies)
     pageable = pageable_copy(c.graph, frames.made());
+  // Random numbers drawn before the capture and handed to one of its kernels: every replay
+  // would draw the same numbers.
+  std::optional<std::pair<std::uint64_t, std::uint64_t>> frozen;
+  if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable && check_copies)
+    frozen = eager_draw_taken(c.graph, frames.made(), op);
+  tls_eager_draws = {};  // the next capture judges the draws made after this one
   // A capture that recorded nothing: its work went to another stream and ran once, now.
   const bool empty = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable &&
-                     !allow_empty &&
+                     !frozen && !allow_empty &&
                      [&] {
                        std::size_t n = 0;
                        return cudaGraphGetNodes(c.graph, nullptr, &n) == cudaSuccess && n == 0;
                      }();
-  const bool ok = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable && !empty;
+  const bool ok =
+      e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable && !frozen && !empty;
   const std::string driver_said = e != cudaSuccess ? log.since() : std::string{};
   if (ring) ring->end_capture();
   close(ok);
@@ -89,6 +96,13 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   if (watched_escape)
     throw_error(cudaErrorStreamCaptureUnjoined, op, "{}", watched_escape_message(guard_.watched(), guard_.watched_escape()));
   if (pageable) throw_error(cudaErrorInvalidValue, op, "{}", pageable_copy_message(*pageable));
+  if (frozen)
+    throw_misuse(op, "a kernel of the capture takes random numbers drawn outside it (a PhiloxArgs of seed {} and "
+                     "offset {}, drawn by Generator::philox on this thread before the capture began): every replay "
+                     "would hand the kernel those same numbers (a dropout mask, a noise sample frozen for good). "
+                     "Draw inside the capture (Generator::philox in the captured step), where each replay gets "
+                     "fresh numbers; EscapeCheck::Off keeps the fixed numbers",
+                 frozen->first, frozen->second);
   if (empty)
     throw_misuse(op, "the capture recorded no work: nothing was queued on its stream {} (current_stream() while "
                      "the capture is open). Work queued on another stream of the program's ran once, now, and "

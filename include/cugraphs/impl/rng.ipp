@@ -67,6 +67,8 @@ CUGRAPHS_INLINE PhiloxArgs Generator::philox(std::uint64_t increment) {
                              "offset (now {}) and repeat numbers; manual_seed() starts again at 0",
                          reserved, s.offset);
   const PhiloxArgs args{s.seed, s.offset, nullptr};
+  // A warm-up's draws are given back (and its f draws again in the capture): not noted.
+  if (detail::tls_warm_up_draws == nullptr) detail::tls_eager_draws.note(s.seed, s.offset);
   auto* const noted = note_warm_up_draw(s);
   s.offset += reserved;
   if (noted != nullptr) noted->left(s.seed, s.offset);
