@@ -942,6 +942,12 @@ TEST_CASE("RNG: a captured kernel given numbers drawn before the capture is an E
   CHECK(contains(e.what(), "takes random numbers drawn outside it"));
   CHECK(contains(e.what(), "seed 11 and offset 0"));
   CHECK_FALSE(g.is_capturing());
+  const auto again = expect_error([&] {  // a retry with the same draw is refused again
+    cugraphs::capture(g, [&](cudaStream_t s) {
+      uniforms<<<blocks_for(out.size()), kThreads, 0, s>>>(out.data(), out.size(), drawn, 1);
+    });
+  });
+  CHECK(contains(again.what(), "takes random numbers drawn outside it"));
   // Drawn inside the capture: every replay draws afresh.
   cugraphs::capture(g, [&](cudaStream_t s) { draw(gen, out, 1, s); });
   g.replay();

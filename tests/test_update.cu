@@ -362,6 +362,18 @@ TEST_CASE("Graph::set_kernel_args and captured_kernel_node: misuse is an Error t
 
   auto e = expect_error([&] { (void)cugraphs::captured_kernel_node(add_kernel, stream); });
   CHECK(contains(e.what(), "captured_kernel_node: the stream is not capturing for a capture open on this thread"));
+  CHECK_FALSE(contains(e.what(), "warm-up"));
+  // Taken in an f that a graphed callable warms up (eager calls): the Error says so.
+  e = expect_error([&] {
+    (void)cugraphs::make_graphed_callable(
+        [&](cugraphs::DeviceSpan<const float> in) {
+          add_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(const_cast<float*>(in.data()), kN, 0.0f);
+          node = cugraphs::captured_kernel_node(add_kernel);
+        },
+        cugraphs::DeviceSpan<const float>(x.span()));
+  });
+  CHECK(contains(e.what(), "came from a warm-up"));
+  CHECK(contains(e.what(), "warmup_iters = 0"));
   e = expect_error([&] { g.set_kernel_args(node, x.data(), kN, 1.0f); });
   CHECK(contains(e.what(), "Graph::set_kernel_args: nothing has been captured into this graph"));
   {

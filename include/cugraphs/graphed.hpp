@@ -148,7 +148,9 @@ void check_warm_up(std::string_view op, int iterations, const Args&... samples) 
 // call throws. The calls (and whatever `s` does next: the capture, copying the samples onto
 // the static inputs) come after the work queued so far on `after`, the caller's stream, where
 // the samples may still be on their way (a kernel that fills an input, a cudaMemsetAsync of an
-// optimizer's moments); a stream of another device is left alone.
+// optimizer's moments); a stream of another device is left alone, and so is the legacy
+// default stream while some thread's capture guards it (an event recorded there would fail
+// that capture).
 template <class Step>
 void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step, cudaStream_t after) {
   struct TakeBack {
@@ -162,7 +164,9 @@ void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step, c
       take_back_draws(drawn);
     }
   } take_back;
-  if (after != s && stream_device(after, op) == stream_device(s, op)) wait_for_stream(s, after, op);
+  if (after != s && !(is_default_stream(after) && after != cudaStreamPerThread && escape_guards_open()) &&
+      stream_device(after, op) == stream_device(s, op))
+    wait_for_stream(s, after, op);
   StreamGuard on(s);
   for (int i = 0; i < iterations; ++i) static_cast<void>(step());
   check(cudaStreamSynchronize(s), "{}: waiting for the warm-up calls", op);

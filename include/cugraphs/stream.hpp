@@ -94,6 +94,10 @@ void set_current_stream(cudaStream_t stream) noexcept;
 // Makes `from` wait for what `to` captured since fork_into_capture, where both still capture
 // (an unjoined stream fails the capture's end loudly otherwise).
 void join_capture(cudaStream_t from, cudaStream_t to) noexcept;
+// Whether some thread has a capture open whose escape check is on: its blocking guard stream
+// then makes CUDA refuse any legacy-default-stream work (an event recorded there included)
+// and invalidate that capture.
+[[nodiscard]] bool escape_guards_open() noexcept;
 }  // namespace detail
 
 /// This thread's current stream: where Graph::replay() and GraphedCallable launch by

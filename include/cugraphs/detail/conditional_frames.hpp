@@ -59,6 +59,9 @@ public:
 
   // The stream capturing now: the innermost open body, else the capture's own stream.
   [[nodiscard]] cudaStream_t now() const noexcept;
+  // Where the program works now: the thread's current stream where it captures into the same
+  // graph as now() (a StreamGuard's stream forked in), else now().
+  [[nodiscard]] cudaStream_t working() const noexcept;
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   // Adds a conditional node where the capture stands and begins capturing its first body

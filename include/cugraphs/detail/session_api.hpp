@@ -52,10 +52,10 @@ inline thread_local std::vector<DrawnInWarmUp>* tls_warm_up_draws = nullptr;
 // the warm-up's first draw (another thread's draws, a replay): those stay (rng.ipp).
 CUGRAPHS_INLINE void take_back_draws(std::span<const DrawnInWarmUp> drawn) noexcept;
 
-// The last draws this thread made outside any capture since its last capture ended ((seed,
-// offset) of each PhiloxArgs handed out; a warm-up's, given back, are not noted): a capture
-// whose kernels take one of them would hand them the same numbers at every replay, which
-// capture_end refuses where the escape check is on.
+// The last draws this thread made outside any capture since its last good capture ended
+// (outermost, with the escape check on): (seed, offset) of each PhiloxArgs handed out; a
+// warm-up's, given back, are not noted. A capture whose kernels take one of them would hand
+// them the same numbers at every replay, which capture_end refuses where the check is on.
 struct EagerDraws {
   static constexpr std::size_t kKept = 16;
   std::array<std::pair<std::uint64_t, std::uint64_t>, kKept> kept{};

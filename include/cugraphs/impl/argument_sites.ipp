@@ -194,7 +194,7 @@ CUGRAPHS_INLINE std::optional<std::pair<std::uint64_t, std::uint64_t>> eager_dra
             if (a.size() != 3 * sizeof(std::uint64_t)) continue;
             std::uint64_t w[3];
             std::memcpy(w, a.data(), sizeof w);
-            if (w[2] != 0) continue;
+            if (w[2] != 0 || (w[0] == 0 && w[1] == 0)) continue;  // all zeros: any zeroed struct
             for (std::size_t i = 0; i < kept && !found; ++i)
               if (eager.kept[i] == std::pair{w[0], w[1]}) found = eager.kept[i];
             if (found) return false;  // stops the walk

@@ -66,7 +66,6 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   std::optional<std::pair<std::uint64_t, std::uint64_t>> frozen;
   if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable && check_copies)
     frozen = eager_draw_taken(c.graph, frames.made(), op);
-  tls_eager_draws = {};  // the next capture judges the draws made after this one
   // A capture that recorded nothing: its work went to another stream and ran once, now.
   const bool empty = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable &&
                      !frozen && !allow_empty &&
@@ -78,6 +77,9 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
       e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable && !frozen && !empty;
   const std::string driver_said = e != cudaSuccess ? log.since() : std::string{};
   if (ring) ring->end_capture();
+  // A good capture, judged and outermost on this thread, ends what the next capture judges:
+  // the draws made after it. (A refused one leaves them, so a retry is refused again.)
+  if (ok && check_copies && tls_captures.size() == 1) tls_eager_draws = {};
   close(ok);
   if (ok) {
     c.device_launch = device_launch;

@@ -18,6 +18,18 @@ CUGRAPHS_INLINE cudaStream_t ConditionalFrames::now() const noexcept {
   return frames_.back().active < 0 ? frames_.back().parent : frames_.back().stream;
 }
 
+CUGRAPHS_INLINE cudaStream_t ConditionalFrames::working() const noexcept {
+  const cudaStream_t at = now();
+  const cudaStream_t current = tls_current_stream;
+  if (current == at || current == nullptr || current == cudaStreamLegacy || current == cudaStreamPerThread) return at;
+  CaptureInfo here, there;
+  if (try_capture_info(current, there) != cudaSuccess || try_capture_info(at, here) != cudaSuccess) {
+    (void)cudaGetLastError();  // a stream CUDA cannot say: the capture's own
+    return at;
+  }
+  return there.status == cudaStreamCaptureStatusActive && there.graph == here.graph ? current : at;
+}
+
 CUGRAPHS_INLINE void ConditionalFrames::abandon() noexcept {
   for (auto it = frames_.rbegin(); it != frames_.rend(); ++it) {
     if (it->active < 0) continue;
@@ -80,17 +92,9 @@ CUGRAPHS_INLINE std::uint64_t ConditionalFrames::open(ConditionalKind kind, Cond
   f.set_by_kernels = !source.from_flag();
   f.body_count = bodies;
   f.captured.assign(bodies, false);
-  f.parent = now();
   // A stream forked into the same graph and current now (a StreamGuard's) holds the work the
   // node must follow, and the work after the scope must follow the node: the node goes on it.
-  if (const cudaStream_t current = tls_current_stream;
-      current != f.parent && current != nullptr && current != cudaStreamLegacy && current != cudaStreamPerThread) {
-    CaptureInfo here, there;
-    if (try_capture_info(current, there) != cudaSuccess || try_capture_info(f.parent, here) != cudaSuccess)
-      (void)cudaGetLastError();  // a stream CUDA cannot say: the node stays on the capture's
-    else if (there.status == cudaStreamCaptureStatusActive && there.graph == here.graph)
-      f.parent = current;
-  }
+  f.parent = working();
   f.stream = thread_stream(ThreadStream::Body, device_, depth);
   f.refresh = kind == ConditionalKind::While ? source.flag : nullptr;
   building([&, this] {  // from here on a failure aborts the capture (a node may be half built)
@@ -145,10 +149,10 @@ CUGRAPHS_INLINE ConditionSource ConditionalFrames::make_condition(unsigned initi
         "{}: cudaGraphConditionalHandleCreate", op);
   // CUDA gives the handle its default value when the graph is launched, not each time a body
   // runs: made inside a body (a solve inside a time-step loop), a While would find the 0 its
-  // last run left and not run again. So it is set here, each time the body reaches this point
-  // (before any kernel the program hands it to).
+  // last run left and not run again. So it is set here, each time the body reaches this point,
+  // on the stream the program works on (before any kernel it hands the condition to).
   if (!frames_.empty())
-    launch_set_condition(h, reinterpret_cast<const void*>(std::uintptr_t{initial}), 0, now(), op);
+    launch_set_condition(h, reinterpret_cast<const void*>(std::uintptr_t{initial}), 0, working(), op);
   return ConditionSource::made_handle(h, info.graph);
 }
 

@@ -7,9 +7,18 @@
 #include <cugraphs/config.hpp>
 #include <cugraphs/detail/graph_queries.hpp>
 
+#include <atomic>
 #include <utility>
 
 namespace cugraphs::detail {
+
+// Open escape guards, all threads together (escape_guards_open): one counter for the program.
+CUGRAPHS_INLINE std::atomic<int>& open_guards() noexcept {
+  static std::atomic<int> open{0};
+  return open;
+}
+
+CUGRAPHS_INLINE bool escape_guards_open() noexcept { return open_guards().load(std::memory_order_acquire) > 0; }
 
 CUGRAPHS_INLINE void EscapeGuard::prepare(cudaStream_t prior, cudaStream_t capture, int device) noexcept {
   // The first use of the per-thread default stream creates it: done here, before the capture
@@ -40,12 +49,16 @@ CUGRAPHS_INLINE void EscapeGuard::fork(cudaStream_t capture, int device, std::si
   check(cudaEventRecord(event_, capture), "{}: forking the escape guard (cudaEventRecord)", op);
   check(cudaStreamWaitEvent(g, event_, 0), "{}: forking the escape guard (cudaStreamWaitEvent)", op);
   guard_ = g;
-  if (candidate_ != nullptr) {
-    check(cudaStreamWaitEvent(candidate_, event_, 0),
-          "{}: forking the stream current before the capture ({}) into it (cudaStreamWaitEvent)", op,
-          static_cast<const void*>(candidate_));
-    watched_ = std::exchange(candidate_, nullptr);
-    watching_ = true;
+  open_guards().fetch_add(1, std::memory_order_acq_rel);
+  if (const cudaStream_t c = std::exchange(candidate_, nullptr); c != nullptr) {
+    // Another thread's capture may have taken the stream since prepare() (CUDA refuses to
+    // merge two captures): then it is that capture's, and this one does not watch it.
+    if (cudaStreamWaitEvent(c, event_, 0) == cudaSuccess) {
+      watched_ = c;
+      watching_ = true;
+    } else {
+      (void)cudaGetLastError();
+    }
   }
   if (capture == cudaStreamPerThread) return;
   // A stream some capture already holds (an enclosing capture forked it or captures on it, or
@@ -93,6 +106,7 @@ CUGRAPHS_INLINE cudaError_t EscapeGuard::join(cudaStream_t capture, bool look) n
   if (guard_ == nullptr) return r;
   const cudaError_t g = join_branch(guard_, capture);
   guard_ = nullptr;
+  open_guards().fetch_sub(1, std::memory_order_acq_rel);
   return r != cudaSuccess ? r : g;
 }
 
