@@ -9,6 +9,8 @@
 
 #include <cugraphs/graph.hpp>
 
+#include <optional>
+
 #include <algorithm>
 #include <fstream>
 #include <sstream>
@@ -689,7 +691,8 @@ namespace {
 // A time-step loop (4 steps) around a solve of 3 iterations, the solve's condition set by
 // kernels (SetByKernels{1}) or made before its node inside the step (make_condition(1)):
 // replayed twice, every step must solve again.
-void check_nested_solve(bool made_before) {
+// With `side`, the step makes a stream of its own current (a StreamGuard) before the solve.
+void check_nested_solve(bool made_before, cudaStream_t side = nullptr) {
   DeviceBuffer<int> left(1), outer(1), runs(1), this_entry(1);
   DeviceBuffer<bool> go(1);
   Graph g;
@@ -698,9 +701,11 @@ void check_nested_solve(bool made_before) {
     ConditionalScope<cugraphs::While> steps(scope, go.data());
     count_down<<<1, 1, 0, scope.stream()>>>(left.data(), outer.data(), go.data());
     if (made_before) {
+      std::optional<cugraphs::StreamGuard> on_side;
+      if (side != nullptr) on_side.emplace(side);
       auto more = scope.make_condition(1);
       ConditionalScope<cugraphs::While> solve(scope, more);
-      inner_step<<<1, 1, 0, scope.stream()>>>(runs.data(), this_entry.data(), 3, more);
+      inner_step<<<1, 1, 0, cugraphs::current_stream()>>>(runs.data(), this_entry.data(), 3, more);
     } else {
       ConditionalScope<cugraphs::While> solve(scope, cugraphs::SetByKernels{1});
       inner_step<<<1, 1, 0, scope.stream()>>>(runs.data(), this_entry.data(), 3, solve.condition());
@@ -792,4 +797,7 @@ TEST_CASE("Escapes: a ConditionalScope opened under a StreamGuard in a capture f
 TEST_CASE("Conditions: a condition made inside a body takes its initial value each time the body runs there",
           "[conditional][gpu]") {
   check_nested_solve(true);
+  // Made under a StreamGuard of the step's own stream: the reset goes where the node goes.
+  cugraphs::Stream side;
+  check_nested_solve(true, side);
 }

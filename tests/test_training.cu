@@ -362,3 +362,46 @@ TEST_CASE("GraphedPair: misuse is an Error that leaves the pair usable", "[train
   });
   CHECK(contains(e.what(), "make_graphed_pair: warmup_iters is -1"));
 }
+
+namespace {
+__global__ void add_first(float* acc, const float* x) { *acc += x[0]; }
+}  // namespace
+
+// Before: a pair's warm-up ran on the capture stream, unordered with the caller's stream,
+// and read a sample still being written there (a port that fills its first batch, or clears
+// the optimizer's moments, just before making the pair).
+TEST_CASE("GraphedPair: the warm-up comes after the work queued on the current stream", "[training][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  DeviceBuffer<float> x(1), acc(1), scratch(1);
+  // Loaded first: a kernel's first launch loads its module (lazy loading), which may wait for
+  // the device and would order the warm-up after the fill by accident.
+  add_first<<<1, 1, 0, stream>>>(acc.data(), x.data());
+  copy_kernel<<<1, kThreads, 0, stream>>>(scratch.data(), x.data(), 1);
+  put_all(x, 1.0f);
+  put_all(acc, 0.0f);
+  slow_fill_kernel<<<1, 32, 0, stream>>>(x.data(), 1, 7.0f, 50'000'000);  // x = 7 after 50 ms
+  cugraphs::GraphedOptions o;
+  o.warmup_iters = 1;
+  auto pair = cugraphs::make_graphed_pair(
+      o,
+      [a = acc.span()](In in) {
+        add_first<<<1, 1, 0, cugraphs::current_stream()>>>(a.data(), in.data());
+        DeviceBuffer<float> y(1);
+        copy_kernel<<<1, kThreads, 0, cugraphs::current_stream()>>>(y.data(), in.data(), 1);
+        cugraphs::check_launch("forward");
+        return y;
+      },
+      [](In, Out, In dy) {
+        DeviceBuffer<float> dx(1);
+        copy_kernel<<<1, kThreads, 0, cugraphs::current_stream()>>>(dx.data(), dy.data(), 1);
+        cugraphs::check_launch("backward");
+        return dx;
+      },
+      cugraphs::requires_grad(In(x)));
+  stream.synchronize();
+  CHECK(get(acc) == 7.0f);  // the warm-up's forward read the filled value
+  (void)pair.forward(In(x));
+  stream.synchronize();
+  CHECK(get(acc) == 14.0f);
+}
