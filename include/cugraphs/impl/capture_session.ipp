@@ -56,25 +56,24 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   // The same for the stream current before the capture (a library handle bound to it, a
   // launch naming it): without the guard that work would have run once, eagerly.
   const bool watched_escape = e == cudaSuccess && !per_thread_escape && !guard_.watched_escape().empty();
+  // Each check below runs only while no check before it has refused the capture.
+  bool clean = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape;
   // A copy of pageable host memory: every replay would read (or write) that address when it
   // runs, long after the eager call would have staged it, when a stack variable is gone.
   std::optional<std::string> pageable;
-  if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && check_copies)
-    pageable = pageable_copy(c.graph, frames.made());
+  if (clean && check_copies) pageable = pageable_copy(c.graph, frames.made());
+  clean = clean && !pageable;
   // Random numbers drawn before the capture and handed to one of its kernels: every replay
   // would draw the same numbers.
   std::optional<std::pair<std::uint64_t, std::uint64_t>> frozen;
-  if (e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable && check_copies)
-    frozen = eager_draw_taken(c.graph, frames.made(), op);
+  if (clean && check_copies) frozen = eager_draw_taken(c.graph, frames.made(), op);
+  clean = clean && !frozen;
   // A capture that recorded nothing: its work went to another stream and ran once, now.
-  const bool empty = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable &&
-                     !frozen && !allow_empty &&
-                     [&] {
-                       std::size_t n = 0;
-                       return cudaGraphGetNodes(c.graph, nullptr, &n) == cudaSuccess && n == 0;
-                     }();
-  const bool ok =
-      e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape && !pageable && !frozen && !empty;
+  const bool empty = clean && !allow_empty && [&] {
+    std::size_t n = 0;
+    return cudaGraphGetNodes(c.graph, nullptr, &n) == cudaSuccess && n == 0;
+  }();
+  const bool ok = clean && !empty;
   const std::string driver_said = e != cudaSuccess ? log.since() : std::string{};
   if (ring) ring->end_capture();
   // A good capture, judged and outermost on this thread, ends what the next capture judges:

@@ -50,27 +50,21 @@ CUGRAPHS_INLINE bool fork_into_capture(cudaStream_t from, cudaStream_t to) {
   const auto plain = [](cudaStream_t s) { return s != nullptr && s != cudaStreamLegacy && s != cudaStreamPerThread; };
   if (from == to || !plain(from) || !plain(to)) return false;
   cudaStreamCaptureStatus outer = cudaStreamCaptureStatusNone, inner = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(from, &outer) != cudaSuccess) {
+  unsigned long long outer_id = 0, inner_id = 0;
+  if (cudaStreamGetCaptureInfo(from, &outer, &outer_id) != cudaSuccess) {
     (void)cudaGetLastError();  // the query's own error: a stream CUDA cannot say (its launches will)
     return false;
   }
   if (outer != cudaStreamCaptureStatusActive) return false;  // the usual case: no capture
-  if (cudaStreamIsCapturing(to, &inner) != cudaSuccess) {
+  if (cudaStreamGetCaptureInfo(to, &inner, &inner_id) != cudaSuccess) {
     (void)cudaGetLastError();
     return false;
   }
-  if (inner != cudaStreamCaptureStatusNone) {
-    // Already in a capture. In `from`'s own (the stream current when the capture began, which
-    // its escape check forked in, made current again), it is ordered after `from` all the
-    // same and joined at the guard's end; another capture's stream is left alone.
-    unsigned long long outer_id = 0, inner_id = 0;
-    if (cudaStreamGetCaptureInfo(from, &outer, &outer_id) != cudaSuccess ||
-        cudaStreamGetCaptureInfo(to, &inner, &inner_id) != cudaSuccess) {
-      (void)cudaGetLastError();
-      return false;
-    }
-    if (inner != cudaStreamCaptureStatusActive || inner_id != outer_id) return false;
-  }
+  // Already in a capture: in `from`'s own (the stream current when the capture began, which
+  // its escape check forked in, made current again), it is ordered after `from` all the same
+  // and joined at the guard's end; another capture's stream is left alone.
+  if (inner != cudaStreamCaptureStatusNone && (inner != cudaStreamCaptureStatusActive || inner_id != outer_id))
+    return false;
   wait_for_stream(to, from,
                   format("StreamGuard: forking stream {} into the capture of the current stream {} (so that work "
                          "launched on it is captured rather than run once)",
