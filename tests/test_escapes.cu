@@ -826,6 +826,66 @@ TEST_CASE("Graphed callables: an f whose work goes to a stream of its own (no no
   for (std::size_t i = 0; i < kN; i += 29) REQUIRE(got[i] == 3.0f * want[i]);
 }
 
+// Before: the callable was made, each call's step (x = 0.5 x + 1, an optimizer's update in
+// miniature) landed on the static copy of `w`, and the caller's `w` never changed: a port
+// that hands its optimizer the weights as an input trained nothing, silently. A pair whose
+// backward updates weights handed in as a staged argument (not param()) likewise.
+TEST_CASE("Escapes: an f that writes an input it is handed by copy (InputMode::Copy) is an Error at "
+          "make_graphed_callable naming the leaf; a pair's staged argument likewise; reading a writable span is "
+          "not refused",
+          "[escapes][graphed][training][gpu]") {
+  auto w = filled(kN, 5);
+  const auto g = filled(kN, 6);
+  const auto w_before = host(w.span());
+  auto step = [](In grad, Out weights) {
+    affine_kernel<<<blocks_for(weights.size()), kThreads, 0, cugraphs::current_stream()>>>(weights.data(),
+                                                                                         weights.size(), 0.5f, 1.0f);
+    twice_plus<<<blocks_for(weights.size()), kThreads, 0, cugraphs::current_stream()>>>(weights.data(), weights.data(),
+                                                                                      grad.data(), weights.size());
+  };
+  const auto e = expect_error([&] { (void)cugraphs::make_graphed_callable(step, In(g.span()), Out(w.span())); });
+  CHECK(e.code() == cudaSuccess);
+  CHECK(contains(e.what(), "f wrote input leaf 1 (12000 bytes at"));
+  CHECK(contains(e.what(), "InputMode::InPlace"));
+  CHECK(contains(e.what(), "allow_written_input"));
+  CHECK(host(w.span()) != w_before);  // the warm-up ran f on the sample, as documented
+
+  // Reading a writable span is not a write: no Error, and the call computes from it.
+  auto reads = [](Out a, In b) {
+    DeviceBuffer<float> out(a.size());
+    twice_plus<<<blocks_for(a.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), a.data(), b.data(),
+                                                                                  a.size());
+    return out;
+  };
+  auto r = cugraphs::make_graphed_callable(reads, Out(w.span()), In(g.span()));
+  const auto y = filled(kN, 7);
+  const auto got = host(r(Out(y.span()), In(g.span())));
+  const auto ys = host(y.span()), gs = host(g.span());
+  for (std::size_t i = 0; i < kN; i += 31) REQUIRE(got[i] == 2.0f * ys[i] + gs[i]);
+
+  // A pair: y = w * x, and the backward updates w, handed in as a staged argument.
+  const auto x0 = filled(kN, 8);
+  auto w2 = filled(kN, 9);
+  auto forward = [](In x, Out wt) {
+    DeviceBuffer<float> out(x.size());
+    scale_forward<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), x.data(), wt.data(),
+                                                                                     x.size());
+    return out;
+  };
+  auto backward = [](In x, Out wt, Out, In dy) {
+    DeviceBuffer<float> dx(x.size()), dw(x.size());
+    const cudaStream_t s = cugraphs::current_stream();
+    scale_backward<<<blocks_for(x.size()), kThreads, 0, s>>>(dx.data(), dw.data(), dy.data(), x.data(), wt.data(),
+                                                              x.size());
+    affine_kernel<<<blocks_for(x.size()), kThreads, 0, s>>>(wt.data(), x.size(), 0.5f, 1.0f);
+    return dx;
+  };
+  const auto pe = expect_error(
+      [&] { (void)cugraphs::make_graphed_pair(forward, backward, cugraphs::requires_grad(In(x0)), Out(w2.span())); });
+  CHECK(contains(pe.what(), "the forward or the backward wrote staged input leaf 1"));
+  CHECK(contains(pe.what(), "param(w)"));
+}
+
 // Before: capture_begin left the current stream as it was, so a kernel queued on
 // current_stream() (a stream of the program's that a StreamGuard had made current, as an
 // engine's subsystem would) ran once, eagerly, and the graph was empty: every replay did

@@ -612,3 +612,51 @@ TEST_CASE("GraphedCallable: the warm-up and the static inputs' first values come
   stream.synchronize();
   CHECK(host(acc.span())[0] == 14.0f);
 }
+
+TEST_CASE("GraphedCallable: allow_written_input lets f use an input as scratch (calls leave the caller's buffer "
+          "as it was); InPlace keeps f's writes; a warm-up of 0 calls watches nothing",
+          "[graphed][gpu]") {
+  // x = 0.5 x + 1 on the input, then out = x.
+  auto step = [](Out x) {
+    DeviceBuffer<float> out(x.size());
+    const cudaStream_t s = cugraphs::current_stream();
+    affine_kernel<<<blocks_for(x.size()), kThreads, 0, s>>>(x.data(), x.size(), 0.5f, 1.0f);
+    copy_kernel<<<blocks_for(x.size()), kThreads, 0, s>>>(out.data(), x.data(), x.size());
+    return out;
+  };
+  auto sample = filled(kN, 1);
+  CHECK(contains(expect_error([&] { (void)cugraphs::make_graphed_callable(step, Out(sample.span())); }).what(),
+                 "f wrote input leaf 0"));
+
+  const auto x = filled(kN, 2);
+  const auto x_before = host(x.span());
+  std::vector<float> want(kN);
+  for (std::size_t i = 0; i < kN; ++i) want[i] = 0.5f * x_before[i] + 1.0f;
+
+  cugraphs::GraphedOptions scratch;
+  scratch.allow_written_input = true;
+  auto copying = cugraphs::make_graphed_callable(scratch, step, Out(sample.span()));
+  for (int call = 0; call < 3; ++call) {
+    REQUIRE(bitwise_equal(host(copying(Out(x.span()))), want));  // from a fresh copy each call
+    REQUIRE(bitwise_equal(host(x.span()), x_before));                        // the caller's buffer as it was
+  }
+
+  cugraphs::DeviceBuffer<float> aligned(kN);  // 256-byte aligned: read and written in place
+  cugraphs::check(cudaMemcpy(aligned.data(), x.data(), x.bytes(), cudaMemcpyDeviceToDevice), "cudaMemcpy");
+  cugraphs::GraphedOptions in_place;
+  in_place.inputs = cugraphs::InputMode::InPlace;
+  auto writing = cugraphs::make_graphed_callable(in_place, step, Out(sample.span()));
+  std::vector<float> expect = x_before;
+  for (int call = 0; call < 3; ++call) {
+    for (auto& v : expect) v = 0.5f * v + 1.0f;
+    REQUIRE(bitwise_equal(host(writing(Out(aligned.span()))), expect));
+    REQUIRE(bitwise_equal(host(aligned.span()), expect));  // f's writes reach the caller's buffer
+  }
+
+  cugraphs::GraphedOptions no_warm_up;
+  no_warm_up.warmup_iters = 0;  // nothing runs eagerly: nothing to watch, as documented
+  const auto before = host(sample.span());
+  auto unwatched = cugraphs::make_graphed_callable(no_warm_up, step, Out(sample.span()));
+  CHECK(bitwise_equal(host(sample.span()), before));
+  CHECK(bitwise_equal(host(unwatched(Out(x.span()))), want));
+}

@@ -264,7 +264,7 @@ TEST_CASE("InPlace: calls read fresh inputs where they are, bitwise as eager cal
 }
 
 TEST_CASE("InPlace: f that writes its input writes the caller's buffer, as the eager call does; with Copy it "
-          "writes the static input",
+          "is an Error unless allow_written_input, and then writes the static input",
           "[in_place][graphed][gpu]") {
   auto f = [](Out x) {
     affine_kernel<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(x.data(), x.size(), 2.0f, 1.0f);
@@ -275,6 +275,11 @@ TEST_CASE("InPlace: f that writes its input writes the caller's buffer, as the e
     INFO("mode " << static_cast<int>(mode));
     cugraphs::GraphedOptions opts;
     opts.inputs = mode;
+    if (mode == InputMode::Copy) {
+      CHECK(contains(expect_error([&] { (void)cugraphs::make_graphed_callable(opts, f, Out(sample)); }).what(),
+                     "f wrote input leaf 0"));
+      opts.allow_written_input = true;
+    }
     auto g = cugraphs::make_graphed_callable(opts, f, Out(sample));
     const auto before = host(Out(x));
     g(Out(x));

@@ -45,6 +45,13 @@ struct GraphedOptions {
   /// it is an Error, for the same reason (f's work went to another stream and ran once). A
   /// callable with inputs always records its staging node, so this matters only without inputs.
   bool allow_empty = false;
+  /// Whether f may write an input in InputMode::Copy. A call copies each input onto a static
+  /// buffer and f works on that copy, so what f writes there never reaches the buffer the
+  /// caller passed (an optimizer's step on parameters handed in as inputs would be lost at
+  /// every call). By default the warm-up watches every writable input leaf (a DeviceSpan of
+  /// non-const elements): one whose bytes f changed is an Error naming it. Set it for an f
+  /// that uses an input as scratch; use InputMode::InPlace for one whose writes matter.
+  bool allow_written_input = false;
 };
 
 namespace detail {
@@ -136,6 +143,44 @@ void check_warm_up(std::string_view op, int iterations, const Args&... samples) 
   (visit_leaves(samples, next, check), ...);
 }
 
+// The writable inputs a warm-up watches (InputMode::Copy, GraphedOptions::allow_written_input
+// off). The warm-up runs f eagerly on the samples, so a write of f to an input shows as a
+// sample whose bytes changed, fingerprinted before the first warm-up call and after the last;
+// in a call the same write would land on the static copy and never reach the caller's buffer.
+// A write that leaves the bytes as they were goes unseen, and so does one the samples did not
+// lead f to make.
+class WriteWatch {
+public:
+  // `owner` says what f is ("f", "the forward or the backward") and `remedy` how to keep its
+  // writes, for the Error.
+  WriteWatch(std::string_view op, std::string_view owner, std::string_view leaf, std::string_view remedy) noexcept
+      : op_(op), owner_(owner), leaf_(leaf), remedy_(remedy) {}
+  // Watches every writable leaf of `samples` that has bytes (the leaves numbered in order).
+  template <class... Args>
+  void add_writable(const Args&... samples) {
+    [[maybe_unused]] std::size_t next = 0;  // unused without samples
+    [[maybe_unused]] auto add = [this](std::size_t i, auto leaf) {
+      if constexpr (!std::is_const_v<typename decltype(leaf)::element_type>)
+        if (leaf.size_bytes() != 0) leaves_.push_back({i, leaf.data(), leaf.size_bytes()});
+    };
+    (visit_leaves(samples, next, add), ...);
+  }
+  // The fingerprints before the warm-up calls, queued on `s`.
+  void before(cudaStream_t s);
+  // The fingerprints after them, on `s`, then an Error naming the first leaf whose bytes changed.
+  void judge(cudaStream_t s);
+
+private:
+  struct Leaf {
+    std::size_t index;
+    const void* data;
+    std::size_t bytes;
+  };
+  std::string_view op_, owner_, leaf_, remedy_;
+  std::vector<Leaf> leaves_;
+  std::optional<DeviceBuffer<unsigned long long>> sums_;  // before and after, per leaf
+};
+
 // The stream a graphed callable's warm-up and capture run on.
 [[nodiscard]] inline cudaStream_t work_stream(const GraphedOptions& opts) {
   return opts.stream != nullptr ? opts.stream : capture_stream();
@@ -150,9 +195,11 @@ void check_warm_up(std::string_view op, int iterations, const Args&... samples) 
 // the samples may still be on their way (a kernel that fills an input, a cudaMemsetAsync of an
 // optimizer's moments); a stream of another device is left alone, and so is the legacy
 // default stream while some thread's capture guards it (an event recorded there would fail
-// that capture).
+// that capture). Where `watch` is given, it fingerprints its inputs before the first call and
+// judges them after the last.
 template <class Step>
-void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step, cudaStream_t after) {
+void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step, cudaStream_t after,
+             WriteWatch* watch = nullptr) {
   struct TakeBack {
     std::vector<DrawnInWarmUp> drawn;
     std::vector<DrawnInWarmUp>* outer = std::exchange(tls_warm_up_draws, &drawn);
@@ -167,17 +214,26 @@ void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step, c
   if (after != s && !(is_default_stream(after) && after != cudaStreamPerThread && escape_guards_open()) &&
       stream_device(after, op) == stream_device(s, op))
     wait_for_stream(s, after, op);
+  if (watch != nullptr && iterations > 0) watch->before(s);
   StreamGuard on(s);
   for (int i = 0; i < iterations; ++i) static_cast<void>(step());
   check(cudaStreamSynchronize(s), "{}: waiting for the warm-up calls", op);
+  if (watch != nullptr && iterations > 0) watch->judge(s);
 }
 
 // A graphed callable's warm-up: f(samples...), once the samples are checked.
 template <class F, class... Args>
-void warm_up_callable(F& f, cudaStream_t s, int iterations, const Args&... samples) {
+void warm_up_callable(F& f, const GraphedOptions& opts, const Args&... samples) {
   constexpr std::string_view op = "make_graphed_callable";
-  check_warm_up(op, iterations, samples...);
-  warm_up(op, s, iterations, [&] { return detail::invoke(f, samples...); }, current_stream());
+  check_warm_up(op, opts.warmup_iters, samples...);
+  WriteWatch watch(op, "f", "input leaf",
+                   "Make the callable with InputMode::InPlace (f reads and writes your buffers), or pass the "
+                   "input as a DeviceSpan<const T> if f should not write it; set "
+                   "GraphedOptions::allow_written_input where f uses the input as scratch whose changes you "
+                   "do not need");
+  if (opts.inputs == InputMode::Copy && !opts.allow_written_input) watch.add_writable(samples...);
+  warm_up(op, work_stream(opts), opts.warmup_iters, [&] { return detail::invoke(f, samples...); }, current_stream(),
+          &watch);
 }
 
 }  // namespace detail
@@ -236,7 +292,8 @@ public:
       };
       next = 0;
       std::apply([&, this](const auto&... statics) { (detail::visit_leaves(statics, next, record), ...); }, *static_inputs_);
-      for (unsigned i = 0; i < input_leaves; ++i) static_order_[i] = i;
+      unsigned order = 0;  // a range-for: without inputs a counted loop compares with 0, which nvcc warns of
+      for (unsigned& o : static_order_) o = order++;
       std::ranges::sort(static_order_, {}, [this](unsigned i) { return reinterpret_cast<std::uintptr_t>(static_ptrs_[i]); });
       // Each call hands the graph its input addresses (as the copy's arguments, or through
       // the ring's head); this copy, captured before f, moves them onto the static inputs.
@@ -403,12 +460,14 @@ private:
     std::vector<std::pair<std::uintptr_t, std::size_t>> ranges;
     [[maybe_unused]] auto each = [&](std::size_t k, auto leaf) {
       const auto a = reinterpret_cast<std::uintptr_t>(leaf.data());
-      for (std::size_t i = 0; i < targets.size(); ++i) {
-        if (detail::overlaps_padded(targets[i], a, leaf.size_bytes()))
+      std::size_t i = 0;
+      for (const detail::StageTarget& t : targets) {
+        if (detail::overlaps_padded(t, a, leaf.size_bytes()))
           detail::throw_misuse(op, "the graphed callable was made with InputMode::InPlace, but output leaf {} lies in "
                                    "static input leaf {} (f returns a view of its input), which calls that read "
                                    "their inputs in place never write. Make it with InputMode::Copy",
                                k, i);
+        ++i;
       }
       ranges.emplace_back(a, leaf.size_bytes());
     };
@@ -444,7 +503,7 @@ template <class F, class... Args>
 [[nodiscard]] GraphedCallable<std::decay_t<F>, Args...> make_graphed_callable(const GraphedOptions& opts, F&& f,
                                                                               const Args&... samples) {
   std::decay_t<F> fn(std::forward<F>(f));
-  detail::warm_up_callable(fn, detail::work_stream(opts), opts.warmup_iters, samples...);
+  detail::warm_up_callable(fn, opts, samples...);
   const PoolHandle pool = opts.pool ? *opts.pool : graph_pool_handle();
   return GraphedCallable<std::decay_t<F>, Args...>(detail::BuildTag{}, std::move(fn), opts, pool, samples...);
 }
@@ -465,7 +524,7 @@ template <class... Fs, class... Samples>
                                                      "arguments per callable");
   constexpr auto indices = std::index_sequence_for<Fs...>{};
   auto warm = [&]<std::size_t I>(std::integral_constant<std::size_t, I>) {
-    std::apply([&](const auto&... a) { detail::warm_up_callable(std::get<I>(fs), detail::work_stream(opts), opts.warmup_iters, a...); },
+    std::apply([&](const auto&... a) { detail::warm_up_callable(std::get<I>(fs), opts, a...); },
                std::get<I>(samples));
   };
   [&]<std::size_t... I>(std::index_sequence<I...>) {

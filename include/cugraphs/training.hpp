@@ -284,10 +284,19 @@ private:
 
   // Warm-up: `iterations` eager forward and backward calls on the samples, on the capture
   // stream after the work queued on current_stream(), with zeros as the incoming gradients.
-  static void warm_up(ForwardFn& fwd, Bwd& bwd, cudaStream_t s, int iterations, const A&... samples) {
+  // The staged arguments (not the parameters, read in place) are watched for writes.
+  static void warm_up(ForwardFn& fwd, Bwd& bwd, const GraphedOptions& opts, const A&... samples) {
     constexpr std::string_view op = "make_graphed_pair";
-    detail::check_warm_up(op, iterations, detail::unmarked(samples)...);
-    detail::warm_up(op, s, iterations, [&] {
+    const cudaStream_t s = detail::work_stream(opts);
+    detail::check_warm_up(op, opts.warmup_iters, detail::unmarked(samples)...);
+    detail::WriteWatch watch(op, "the forward or the backward", "staged input leaf",
+                             "Pass what the step updates (weights, an optimizer's moments) as param(w), which "
+                             "both graphs read and write in place, or as a DeviceSpan<const T> if it should not "
+                             "be written; set GraphedOptions::allow_written_input where the writes are scratch "
+                             "whose changes you do not need");
+    if (!opts.allow_written_input)
+      std::apply([&](const auto&... staged) { watch.add_writable(staged...); }, detail::staged_samples(samples...));
+    detail::warm_up(op, s, opts.warmup_iters, [&] {
       detail::Owners keep;  // buffers the forward returns live until its backward has run
       auto parts = detail::take_outputs(
           std::apply([&](const auto&... staged) { return fwd(staged...); }, detail::staged_samples(samples...)),
@@ -305,7 +314,7 @@ private:
       const GradOutputs grads = detail::map_tree(zeros, parts.first);
       // Buffers the backward returns are freed here, before those in `keep`.
       static_cast<void>(detail::invoke_backward<Parts::saving>(bwd, fwd.values, parts.first, parts.second, grads));
-    }, current_stream());
+    }, current_stream(), &watch);
   }
 
   std::optional<ForwardCallable> fwd_;
@@ -336,7 +345,7 @@ struct PairMaker {
     using Pair = GraphedPair<std::decay_t<F>, std::decay_t<B>, S...>;
     typename Pair::ForwardFn fwd{std::decay_t<F>(std::forward<F>(forward)), {unmarked(samples)...}};
     std::decay_t<B> bwd(std::forward<B>(backward));
-    Pair::warm_up(fwd, bwd, detail::work_stream(opts), opts.warmup_iters, samples...);
+    Pair::warm_up(fwd, bwd, opts, samples...);
     const PoolHandle pool = opts.pool ? *opts.pool : graph_pool_handle();
     Pair pair(BuildTag{}, std::move(fwd), std::move(bwd), opts, pool, samples...);
     pair.capture_backward(opts, pool);
@@ -373,7 +382,7 @@ struct PairMaker {
       using Pair = typename decltype(pair_type(std::integral_constant<std::size_t, I>{}))::type;
       std::apply(
           [&](const auto&... a) {
-            Pair::warm_up(std::get<I>(fwds), std::get<I>(pairs).second, detail::work_stream(opts), opts.warmup_iters, a...);
+            Pair::warm_up(std::get<I>(fwds), std::get<I>(pairs).second, opts, a...);
           },
           std::get<I>(samples));
     };

@@ -119,6 +119,42 @@ cudaError_t launch_stage_kernel(const StageArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
+// The fingerprint of an input (launchers.hpp): word k holds bytes [8k, 8k + 8) of the input,
+// zeros past its end; each thread adds splitmix64(word ^ (k * golden ratio)) of its words to
+// its sum, and the block's warps add theirs to `*out` (sums commute: the order of the threads
+// does not matter, the positions do).
+template <int = 0>
+__global__ void fingerprint_kernel(const unsigned char* data, std::size_t bytes, unsigned long long* out) {
+  const std::size_t words = (bytes + 7) / 8;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(data) % 8 == 0;
+  unsigned long long sum = 0;
+  for (std::size_t k = static_cast<std::size_t>(blockIdx.x) * blockDim.x + threadIdx.x; k < words;
+       k += static_cast<std::size_t>(gridDim.x) * blockDim.x) {
+    unsigned long long w = 0;
+    if (aligned && 8 * k + 8 <= bytes) {
+      w = reinterpret_cast<const unsigned long long*>(data)[k];
+    } else {
+      for (std::size_t b = 8 * k; b < bytes && b < 8 * k + 8; ++b)
+        w |= static_cast<unsigned long long>(data[b]) << (8 * (b - 8 * k));
+    }
+    unsigned long long z = w ^ (static_cast<unsigned long long>(k) * 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    sum += z ^ (z >> 31);
+  }
+  for (int offset = 16; offset > 0; offset /= 2) sum += __shfl_down_sync(0xffffffffu, sum, offset);
+  if (threadIdx.x % 32 == 0) atomicAdd(out, sum);
+}
+
+template <int = 0>
+cudaError_t launch_fingerprint_kernel(const void* data, std::size_t bytes, unsigned long long* out,
+                                      cudaStream_t stream) {
+  const std::size_t blocks = ((bytes + 7) / 8 + 255) / 256;
+  fingerprint_kernel<<<blocks == 0 ? 1u : blocks > 1024 ? 1024u : static_cast<unsigned>(blocks), 256, 0, stream>>>(
+      static_cast<const unsigned char*>(data), bytes, out);
+  return cudaGetLastError();
+}
+
 // The advance kernel (PerLaunch::Advance): after the graph's last nodes, the next launch's
 // offsets.
 template <int = 0>
@@ -155,6 +191,7 @@ cudaError_t launch_set_words_kernel(const SetWordsArgs& a, cudaStream_t stream) 
 }();
 
 [[maybe_unused]] static const bool ring_registered = [] {
+  register_fingerprint(&launch_fingerprint_kernel<>);
   register_ring_kernels(reinterpret_cast<const void*>(&ring_head_kernel_impl<>),
                         reinterpret_cast<const void*>(&ring_tail_kernel_impl<>), &launch_stage_kernel<>);
   return true;

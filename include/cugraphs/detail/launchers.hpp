@@ -126,6 +126,18 @@ CUGRAPHS_INLINE void register_ring_kernels(const void* head, const void* tail, S
 
 void launch_stage(const StageArgs& args, cudaStream_t stream, std::string_view op);
 
+// A fingerprint of `bytes` bytes at `data` (device, pinned or managed memory), added to
+// `*out` (device, zeroed first): a 64-bit sum over the bytes' 8-byte words, each mixed with
+// its position, so that any change of the bytes changes it but by a 2^-64 chance. A graphed
+// callable's warm-up takes one of each writable input before and after f runs
+// (GraphedOptions::allow_written_input).
+using FingerprintLauncher = cudaError_t (*)(const void* data, std::size_t bytes, unsigned long long* out,
+                                            cudaStream_t stream);
+// Called by every nvcc translation unit that includes cugraphs/graph.hpp, at start-up.
+CUGRAPHS_INLINE void register_fingerprint(FingerprintLauncher launch) noexcept;
+void launch_fingerprint(const void* data, std::size_t bytes, unsigned long long* out, cudaStream_t stream,
+                        std::string_view op);
+
 }  // namespace cugraphs::detail
 
 #if !defined(CUGRAPHS_SEPARATE_COMPILATION)

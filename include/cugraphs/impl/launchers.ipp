@@ -18,6 +18,7 @@ struct KernelRegistry {
   std::atomic<StageLauncher> stage{nullptr};
   std::atomic<const void*> advance{nullptr};
   std::atomic<SetWordsLauncher> set_words{nullptr};
+  std::atomic<FingerprintLauncher> fingerprint{nullptr};
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
   std::atomic<SetConditionLauncher> set_condition{nullptr};
 #endif
@@ -75,6 +76,17 @@ CUGRAPHS_INLINE void launch_stage(const StageArgs& args, cudaStream_t stream, st
   const StageLauncher launch = kernel_registry().stage.load(std::memory_order_acquire);
   if (launch == nullptr) throw_needs_nvcc(op, "staging inputs");
   check(launch(args, stream), "{}: launching the staging copy", op);
+}
+
+CUGRAPHS_INLINE void register_fingerprint(FingerprintLauncher launch) noexcept {
+  kernel_registry().fingerprint.store(launch, std::memory_order_release);
+}
+
+CUGRAPHS_INLINE void launch_fingerprint(const void* data, std::size_t bytes, unsigned long long* out,
+                                        cudaStream_t stream, std::string_view op) {
+  const FingerprintLauncher launch = kernel_registry().fingerprint.load(std::memory_order_acquire);
+  if (launch == nullptr) throw_needs_nvcc(op, "watching inputs for writes during the warm-up");
+  check(launch(data, bytes, out, stream), "{}: launching the kernel that fingerprints an input", op);
 }
 
 #if CUGRAPHS_HAS_CONDITIONAL_NODES
