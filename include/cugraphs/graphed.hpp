@@ -155,6 +155,11 @@ public:
   // writes, for the Error.
   WriteWatch(std::string_view op, std::string_view owner, std::string_view leaf, std::string_view remedy) noexcept
       : op_(op), owner_(owner), leaf_(leaf), remedy_(remedy) {}
+  WriteWatch(const WriteWatch&) = delete;
+  WriteWatch& operator=(const WriteWatch&) = delete;
+  ~WriteWatch() {
+    if (sums_ != nullptr) static_cast<void>(cudaFreeAsync(sums_, stream_));
+  }
   // Watches every writable leaf of `samples` that has bytes (the leaves numbered in order).
   template <class... Args>
   void add_writable(const Args&... samples) {
@@ -178,7 +183,8 @@ private:
   };
   std::string_view op_, owner_, leaf_, remedy_;
   std::vector<Leaf> leaves_;
-  std::optional<DeviceBuffer<unsigned long long>> sums_;  // before and after, per leaf
+  unsigned long long* sums_ = nullptr;  // device: before and after, per leaf (stream-ordered on stream_)
+  cudaStream_t stream_ = nullptr;
 };
 
 // The stream a graphed callable's warm-up and capture run on.

@@ -17,18 +17,22 @@ CUGRAPHS_INLINE void check_sample_leaf(std::string_view op, std::size_t i, const
 
 CUGRAPHS_INLINE void WriteWatch::before(cudaStream_t s) {
   if (leaves_.empty()) return;
-  sums_.emplace(2 * leaves_.size(), s);
-  check(cudaMemsetAsync(sums_->data(), 0, sums_->bytes(), s), "{}: zeroing the inputs' fingerprints", op_);
+  const std::size_t bytes = 2 * leaves_.size() * sizeof(unsigned long long);
+  void* sums = nullptr;
+  check(cudaMallocAsync(&sums, bytes, s), "{}: allocating the inputs' fingerprints", op_);
+  sums_ = static_cast<unsigned long long*>(sums);
+  stream_ = s;
+  check(cudaMemsetAsync(sums_, 0, bytes, s), "{}: zeroing the inputs' fingerprints", op_);
   for (std::size_t k = 0; k < leaves_.size(); ++k)
-    launch_fingerprint(leaves_[k].data, leaves_[k].bytes, sums_->data() + 2 * k, s, op_);
+    launch_fingerprint(leaves_[k].data, leaves_[k].bytes, sums_ + 2 * k, s, op_);
 }
 
 CUGRAPHS_INLINE void WriteWatch::judge(cudaStream_t s) {
-  if (!sums_) return;
+  if (sums_ == nullptr) return;
   for (std::size_t k = 0; k < leaves_.size(); ++k)
-    launch_fingerprint(leaves_[k].data, leaves_[k].bytes, sums_->data() + 2 * k + 1, s, op_);
-  std::vector<unsigned long long> sums(sums_->size());
-  check(cudaMemcpyAsync(sums.data(), sums_->data(), sums_->bytes(), cudaMemcpyDeviceToHost, s),
+    launch_fingerprint(leaves_[k].data, leaves_[k].bytes, sums_ + 2 * k + 1, s, op_);
+  std::vector<unsigned long long> sums(2 * leaves_.size());
+  check(cudaMemcpyAsync(sums.data(), sums_, sums.size() * sizeof(unsigned long long), cudaMemcpyDeviceToHost, s),
         "{}: reading the inputs' fingerprints", op_);
   check(cudaStreamSynchronize(s), "{}: reading the inputs' fingerprints", op_);
   for (std::size_t k = 0; k < leaves_.size(); ++k)
