@@ -76,6 +76,14 @@ struct Setup {
 
 __global__ void accumulate(float* acc, const float* x) { *acc += *x; }
 
+// log[*pos] = v; *wrote = *pos; ++*pos: an append at a position kept on the device.
+__global__ void append_at(float* log, int* pos, float v, float* wrote) {
+  const int p = *pos;
+  log[p] = v;
+  *wrote = static_cast<float>(p);
+  *pos = p + 1;
+}
+
 }  // namespace
 
 TEST_CASE("GraphCache: a key runs the smallest bucket not below it, captured on its first call into one shared "
@@ -293,7 +301,56 @@ TEST_CASE("GraphCache: a bucket's first call warms f up after the work queued on
   slow_fill_kernel<<<1, 32, 0, stream>>>(x.data(), 1, 7.0f, 50'000'000);  // x = 7 after 50 ms
   (void)cache(stream, 1);
   stream.synchronize();
-  CHECK(host(acc.span())[0] == 14.0f);  // the warm-up and the replay each added 7
+  CHECK(host(acc.span())[0] == 7.0f);  // the warm-up, which is the call, added 7 once
+}
+
+// Before: a bucket's first call ran f eagerly (the warm-up) and then replayed the graph just
+// captured, so a step with effects beyond its outputs (a decode step appending to a KV cache
+// at a position it advances on the device) did them twice on the first call of every bucket,
+// silently: the sequence skipped a position and held a token twice.
+TEST_CASE("GraphCache: a bucket's first call runs f once: the warm-up is the call (its effects stand, its outputs "
+          "are the call's), later calls replay; with warmup_iters = 2 one more eager call runs first",
+          "[cache][escapes][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  DeviceBuffer<int> pos(1);
+  DeviceBuffer<float> log(64);
+  put_all(pos, 0);
+  put_all(log, -1.0f);
+  // Appends `bucket` at the position kept on the device, advances it, and returns a buffer
+  // holding the position it wrote (an output the cache must hand back for the first call too).
+  auto append = [&](int bucket) {
+    DeviceBuffer<float> wrote(1);
+    append_at<<<1, 1, 0, cugraphs::current_stream()>>>(log.data(), pos.data(), static_cast<float>(bucket),
+                                                      wrote.data());
+    cugraphs::check_launch("append_at");
+    return wrote;
+  };
+  // Keys 1, 1, 5, 1, 8, 2 run buckets 1, 1, 8, 1, 8, 8. With one warm-up call (the default)
+  // every call writes once; with two, each bucket's first call writes once more before.
+  struct Case {
+    int warmup;
+    std::vector<float> log;   // the values appended, in order
+    std::vector<float> seen;  // the position each call returned
+  };
+  for (const Case& c : {Case{1, {1, 1, 8, 1, 8, 8}, {0, 1, 2, 3, 4, 5}},
+                        Case{2, {1, 1, 1, 8, 8, 1, 8, 8}, {1, 2, 4, 5, 6, 7}}}) {
+    INFO("warmup_iters " << c.warmup);
+    put_all(pos, 0);
+    put_all(log, -1.0f);
+    cugraphs::GraphCacheOptions opts;
+    opts.warmup_iters = c.warmup;
+    auto cache = cugraphs::make_graph_cache(std::vector<int>{1, 8}, append, opts);
+    std::vector<float> seen;
+    for (const int key : {1, 1, 5, 1, 8, 2}) seen.push_back(host(cache(key))[0]);
+    CHECK(get(pos) == static_cast<int>(c.log.size()));
+    const auto got = host(log);
+    CHECK(std::vector<float>(got.begin(), got.begin() + static_cast<std::ptrdiff_t>(c.log.size())) == c.log);
+    CHECK(got[c.log.size()] == -1.0f);
+    CHECK(seen == c.seen);  // the first call of each bucket returned its own write too
+    CHECK(cache.stats().calls == 6);
+    CHECK(cache.stats().captures == 2);
+  }
 }
 
 // An engine's bucket of no entities queues nothing. Its capture is an Error by default (the

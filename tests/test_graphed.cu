@@ -653,6 +653,24 @@ TEST_CASE("GraphedCallable: allow_written_input lets f use an input as scratch (
     REQUIRE(bitwise_equal(host(aligned.span()), expect));  // f's writes reach the caller's buffer
   }
 
+  // One element changed, in the last, partial word of a leaf that starts 4 bytes past an
+  // 8-byte boundary (1001 floats): seen.
+  DeviceBuffer<float> wide(1002);
+  cugraphs::check(cudaMemset(wide.data(), 0x3f, wide.bytes()), "cudaMemset");  // 0.747f each: none is 7
+  const Out odd(wide.data() + 1, 1001);
+  auto last_only = [](Out v) {
+    affine_kernel<<<1, 1, 0, cugraphs::current_stream()>>>(v.data() + v.size() - 1, 1, 0.0f, 7.0f);
+  };
+  CHECK(contains(expect_error([&] { (void)cugraphs::make_graphed_callable(last_only, odd); }).what(),
+                 "f wrote input leaf 0 (4004 bytes at"));
+  // And one in the middle of an aligned leaf whose size is not a multiple of 8 bytes (-x != x).
+  const Out middle_leaf(wide.data(), 999);
+  auto middle = [](Out v) {
+    affine_kernel<<<1, 1, 0, cugraphs::current_stream()>>>(v.data() + 500, 1, -1.0f, 0.0f);
+  };
+  CHECK(contains(expect_error([&] { (void)cugraphs::make_graphed_callable(middle, middle_leaf); }).what(),
+                 "f wrote input leaf 0 (3996 bytes at"));
+
   cugraphs::GraphedOptions no_warm_up;
   no_warm_up.warmup_iters = 0;  // nothing runs eagerly: nothing to watch, as documented
   const auto before = host(sample.span());

@@ -48,10 +48,13 @@ struct GraphCacheOptions {
   /// in-place update (Graph::update) where the topology allows, instead of instantiating.
   bool update_in_place = true;
   /// Eager calls of the callable before a bucket's first capture (lazy initialisation of
-  /// libraries, as for graphed callables), queued after the work on the call's stream and
-  /// waited for. The call that captures a bucket runs f this many times more than its replay:
-  /// an f with effects beyond its outputs (a counter, a cache it appends to) sees them again;
-  /// set 0, or capture_all, for such an f.
+  /// libraries, as for graphed callables), run on the capture stream after the work queued
+  /// on the call's stream. The last of them is the call itself: its work, its effects beyond
+  /// the outputs (a counter, a KV cache it appends to) and its random numbers stand, its
+  /// outputs are copied onto the graph's, and that call does not replay, so with the default
+  /// of 1 every call runs f once. Those before it are warm-ups whose draws are taken back;
+  /// an f with effects beyond its outputs sees them warmup_iters - 1 times more. With
+  /// capture_all the calls happen when the cache is made, all of them warm-ups.
   int warmup_iters = 1;
   std::optional<PoolHandle> pool;  ///< none: a fresh pool
   CaptureMode mode = CaptureMode::Global;
@@ -132,7 +135,7 @@ public:
     warmed_.assign(buckets_.size(), false);
     known_bytes_.assign(buckets_.size(), std::nullopt);
     if (opts.capture_all)
-      for (std::size_t b = buckets_.size(); b-- > 0;) (void)admit(b, current_stream());
+      for (std::size_t b = buckets_.size(); b-- > 0;) (void)admit(b, current_stream(), false);
   }
 
   GraphCache(GraphCache&&) noexcept = default;
@@ -199,14 +202,15 @@ private:
     Entry* entry = nullptr;
     for (const auto& e : entries_)
       if (e->bucket == b) entry = e.get();
+    bool ran = false;  // the call ran eagerly as the bucket's last warm-up call
     if (entry != nullptr) {
       ++stats_.hits;
     } else {
-      entry = &admit(b, stream);
+      entry = &admit(b, stream, true, &ran);
     }
     ++stats_.calls;
     entry->last_use = ++tick_;
-    entry->graph.replay(stream);
+    if (!ran) entry->graph.replay(stream);
     return *entry->outputs;
   }
 
@@ -214,14 +218,24 @@ private:
   // capture where its size is known from an earlier capture (so that it can use the memory
   // freed), after it otherwise. The last graph evicted lends it its executable. The warm-up
   // runs f eagerly after the work queued on `stream` (the call's: its inputs may be on their
-  // way there), and the call's replay after the warm-up.
-  Entry& admit(std::size_t b, cudaStream_t stream) {
+  // way there). For a call (`is_call`), the last warm-up call is the call itself (*ran set):
+  // its effects and draws stand, and its outputs are copied onto the graph's, ordered before
+  // the work queued next on `stream`; otherwise the call replays after the warm-up.
+  Entry& admit(std::size_t b, cudaStream_t stream, bool is_call, bool* ran = nullptr) {
     const Key& bucket = buckets_[b];
     if (known_bytes_[b] && *known_bytes_[b] > opts_.byte_budget) too_large(b, *known_bytes_[b]);
     std::optional<Graph> victim;
     make_room(known_bytes_[b].value_or(0), victim);
+    std::optional<Outputs> eager;  // the call's own outputs, run eagerly
+    detail::Owners eager_owners;
     if (!warmed_[b] && opts_.warmup_iters > 0) {
-      detail::warm_up(kOp, capture_stream(), opts_.warmup_iters, [&, this] { return f_(bucket); }, stream);
+      // Where the call's stream cannot be ordered with the capture stream both ways (the
+      // legacy stream while a capture guards it, another device's), the call replays.
+      const bool as_call = is_call && detail::can_order_after(capture_stream(), stream, kOp);
+      const int warm_ups = opts_.warmup_iters - (as_call ? 1 : 0);
+      if (warm_ups > 0)
+        detail::warm_up(kOp, capture_stream(), warm_ups, [&, this] { return f_(bucket); }, stream);
+      if (as_call) eager = run_eagerly(bucket, stream, eager_owners);
     }
     warmed_[b] = true;
 
@@ -262,10 +276,50 @@ private:
       ++stats_.instantiations;
       entry->graph = std::move(next);
     }
+    if (eager) {
+      copy_outputs(*eager, *entry->outputs, stream);
+      if (ran != nullptr) *ran = true;
+    }
     stats_.bytes += entry->bytes;
     entries_.push_back(std::move(entry));
     stats_.entries = entries_.size();
     return *entries_.back();
+  }
+
+  // A bucket's first call, run eagerly as the warm-up's last call: f(bucket) on the capture
+  // stream (where libraries initialise what the capture will use), after the work queued on
+  // `stream`. Its DeviceBuffers go to `owners`, freed once their copy is queued.
+  std::optional<Outputs> run_eagerly(const Key& bucket, cudaStream_t stream, detail::Owners& owners) {
+    const cudaStream_t s = capture_stream();
+    if (stream != s) detail::wait_for_stream(s, stream, kOp);
+    StreamGuard on(s);
+    if constexpr (std::is_void_v<Result>) {
+      f_(bucket);
+      return Outputs{};
+    } else {
+      return detail::take_outputs(f_(bucket), owners);
+    }
+  }
+
+  // The eager call's outputs onto the graph's (a leaf already there is left), on the capture
+  // stream after the eager work; `stream` then waits, so the caller reads them in order.
+  void copy_outputs(const Outputs& from, const Outputs& to, cudaStream_t stream) {
+    const cudaStream_t s = capture_stream();
+    std::vector<std::pair<const void*, std::size_t>> leaves;
+    [[maybe_unused]] auto note = [&](std::size_t, auto leaf) { leaves.emplace_back(leaf.data(), leaf.size_bytes()); };
+    [[maybe_unused]] auto copy = [&](std::size_t i, auto leaf) {
+      if (leaves[i].second != leaf.size_bytes())
+        detail::throw_misuse(kOp, "output leaf {} of the bucket's first call, run eagerly, has {} bytes, but the "
+                                  "capture's has {}: f(bucket) must return outputs of the same sizes every time",
+                             i, leaves[i].second, leaf.size_bytes());
+      detail::copy_leaf(leaf.data(), leaves[i].first, leaf.size_bytes(), s, kOp,
+                        "copying the first call's outputs onto the graph's");
+    };
+    [[maybe_unused]] std::size_t next = 0;  // unused without outputs
+    detail::visit_leaves(from, next, note);
+    next = 0;
+    detail::visit_leaves(to, next, copy);
+    if (stream != s) detail::wait_for_stream(stream, s, kOp);
   }
 
   // Evicts least recently used graphs until one more of `bytes` fits; the last one evicted

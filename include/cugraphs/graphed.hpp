@@ -50,7 +50,8 @@ struct GraphedOptions {
   /// caller passed (an optimizer's step on parameters handed in as inputs would be lost at
   /// every call). By default the warm-up watches every writable input leaf (a DeviceSpan of
   /// non-const elements): one whose bytes f changed is an Error naming it. Set it for an f
-  /// that uses an input as scratch; use InputMode::InPlace for one whose writes matter.
+  /// that uses an input as scratch; use InputMode::InPlace for one whose writes matter. With
+  /// warmup_iters = 0 nothing runs before the capture, and nothing is watched.
   bool allow_written_input = false;
 };
 
@@ -148,7 +149,9 @@ void check_warm_up(std::string_view op, int iterations, const Args&... samples) 
 // sample whose bytes changed, fingerprinted before the first warm-up call and after the last;
 // in a call the same write would land on the static copy and never reach the caller's buffer.
 // A write that leaves the bytes as they were goes unseen, and so does one the samples did not
-// lead f to make.
+// lead f to make (a pair's optimizer step driven by the zero incoming gradients of its
+// warm-up); nothing is watched where the warm-up could not wait for the caller's stream (its
+// writes to the samples could then land between the fingerprints).
 class WriteWatch {
 public:
   // `owner` says what f is ("f", "the forward or the backward") and `remedy` how to keep its
@@ -158,7 +161,12 @@ public:
   WriteWatch(const WriteWatch&) = delete;
   WriteWatch& operator=(const WriteWatch&) = delete;
   ~WriteWatch() {
-    if (sums_ != nullptr) static_cast<void>(cudaFreeAsync(sums_, stream_));
+    // The warm-up's stream, never capturing; a failure is reported and cleared, not left for
+    // the next launch's cudaGetLastError to find.
+    if (sums_ != nullptr) {
+      report_in_destructor(cudaFreeAsync(sums_, stream_), "freeing the inputs' fingerprints: cudaFreeAsync");
+      static_cast<void>(cudaGetLastError());
+    }
   }
   // Watches every writable leaf of `samples` that has bytes (the leaves numbered in order).
   template <class... Args>
@@ -192,6 +200,15 @@ private:
   return opts.stream != nullptr ? opts.stream : capture_stream();
 }
 
+// Whether work on `s` can be ordered after the work queued on `after` (an event on `after`
+// that `s` waits for): not across devices, and not on the legacy default stream while some
+// thread's capture has its escape check on (the event would fail that capture).
+[[nodiscard]] inline bool can_order_after(cudaStream_t s, cudaStream_t after, std::string_view op) {
+  if (after == s) return true;
+  const bool guarded_legacy = is_default_stream(after) && after != cudaStreamPerThread && escape_guards_open();
+  return !guarded_legacy && stream_device(after, op) == stream_device(s, op);
+}
+
 // The warm-up of graphed callables, pairs and caches: `iterations` eager calls of `step`
 // with `s` as the current stream, which let libraries initialise lazily before a capture,
 // then a wait for their work. Whatever a call returns (buffers) is freed right after it.
@@ -217,9 +234,9 @@ void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step, c
       take_back_draws(drawn);
     }
   } take_back;
-  if (after != s && !(is_default_stream(after) && after != cudaStreamPerThread && escape_guards_open()) &&
-      stream_device(after, op) == stream_device(s, op))
-    wait_for_stream(s, after, op);
+  const bool ordered = can_order_after(s, after, op);
+  if (after != s && ordered) wait_for_stream(s, after, op);
+  if (!ordered) watch = nullptr;  // the samples may still change under the fingerprints
   if (watch != nullptr && iterations > 0) watch->before(s);
   StreamGuard on(s);
   for (int i = 0; i < iterations; ++i) static_cast<void>(step());

@@ -289,7 +289,7 @@ private:
     constexpr std::string_view op = "make_graphed_pair";
     const cudaStream_t s = detail::work_stream(opts);
     detail::check_warm_up(op, opts.warmup_iters, detail::unmarked(samples)...);
-    detail::WriteWatch watch(op, "the forward or the backward", "staged input leaf",
+    detail::WriteWatch watch(op, "the forward or the backward", "input leaf",
                              "Pass what the step updates (weights, an optimizer's moments) as param(w), which "
                              "both graphs read and write in place, or as a DeviceSpan<const T> if it should not "
                              "be written; set GraphedOptions::allow_written_input where the writes are scratch "

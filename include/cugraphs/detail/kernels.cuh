@@ -191,9 +191,13 @@ cudaError_t launch_set_words_kernel(const SetWordsArgs& a, cudaStream_t stream) 
 }();
 
 [[maybe_unused]] static const bool ring_registered = [] {
-  register_fingerprint(&launch_fingerprint_kernel<>);
   register_ring_kernels(reinterpret_cast<const void*>(&ring_head_kernel_impl<>),
                         reinterpret_cast<const void*>(&ring_tail_kernel_impl<>), &launch_stage_kernel<>);
+  return true;
+}();
+
+[[maybe_unused]] static const bool fingerprint_registered = [] {
+  register_fingerprint(&launch_fingerprint_kernel<>);
   return true;
 }();
 
