@@ -310,7 +310,7 @@ TEST_CASE("GraphCache: a bucket's first call warms f up after the work queued on
 // silently: the sequence skipped a position and held a token twice.
 TEST_CASE("GraphCache: a bucket's first call runs f once: the warm-up is the call (its effects stand, its outputs "
           "are the call's), later calls replay; with warmup_iters = 2 one more eager call runs first",
-          "[cache][escapes][gpu]") {
+          "[cache][gpu]") {
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);
   DeviceBuffer<int> pos(1);

@@ -228,6 +228,16 @@ private:
     make_room(known_bytes_[b].value_or(0), victim);
     std::optional<Outputs> eager;  // the call's own outputs, run eagerly
     detail::Owners eager_owners;
+    // Should what follows the eager call throw, the call's stream still comes after its work.
+    struct OrderOnUnwind {
+      cudaStream_t waiter = nullptr, producer = nullptr;
+      OrderOnUnwind() = default;
+      OrderOnUnwind(const OrderOnUnwind&) = delete;
+      OrderOnUnwind& operator=(const OrderOnUnwind&) = delete;
+      ~OrderOnUnwind() {
+        if (producer != nullptr && waiter != producer) static_cast<void>(detail::try_wait_for_stream(waiter, producer));
+      }
+    } order_on_unwind;
     if (!warmed_[b] && opts_.warmup_iters > 0) {
       // Where the call's stream cannot be ordered with the capture stream both ways (the
       // legacy stream while a capture guards it, another device's), the call replays.
@@ -235,7 +245,11 @@ private:
       const int warm_ups = opts_.warmup_iters - (as_call ? 1 : 0);
       if (warm_ups > 0)
         detail::warm_up(kOp, capture_stream(), warm_ups, [&, this] { return f_(bucket); }, stream);
-      if (as_call) eager = run_eagerly(bucket, stream, eager_owners);
+      if (as_call) {
+        order_on_unwind.waiter = stream;
+        order_on_unwind.producer = capture_stream();
+        eager = run_eagerly(bucket, stream, eager_owners);
+      }
     }
     warmed_[b] = true;
 
@@ -276,14 +290,16 @@ private:
       ++stats_.instantiations;
       entry->graph = std::move(next);
     }
-    if (eager) {
-      copy_outputs(*eager, *entry->outputs, stream);
-      if (ran != nullptr) *ran = true;
-    }
     stats_.bytes += entry->bytes;
     entries_.push_back(std::move(entry));
     stats_.entries = entries_.size();
-    return *entries_.back();
+    Entry& admitted = *entries_.back();
+    if (eager) {  // cached first: should the copy be refused, the next call replays the graph
+      copy_outputs(*eager, *admitted.outputs, stream);
+      order_on_unwind.producer = nullptr;  // copy_outputs ordered the call's stream
+      if (ran != nullptr) *ran = true;
+    }
+    return admitted;
   }
 
   // A bucket's first call, run eagerly as the warm-up's last call: f(bucket) on the capture
@@ -302,21 +318,26 @@ private:
   }
 
   // The eager call's outputs onto the graph's (a leaf already there is left), on the capture
-  // stream after the eager work; `stream` then waits, so the caller reads them in order.
+  // stream after the eager work, every size checked first; `stream` then waits, so the caller
+  // reads them in order.
   void copy_outputs(const Outputs& from, const Outputs& to, cudaStream_t stream) {
     const cudaStream_t s = capture_stream();
     std::vector<std::pair<const void*, std::size_t>> leaves;
     [[maybe_unused]] auto note = [&](std::size_t, auto leaf) { leaves.emplace_back(leaf.data(), leaf.size_bytes()); };
-    [[maybe_unused]] auto copy = [&](std::size_t i, auto leaf) {
+    [[maybe_unused]] auto check = [&](std::size_t i, auto leaf) {
       if (leaves[i].second != leaf.size_bytes())
         detail::throw_misuse(kOp, "output leaf {} of the bucket's first call, run eagerly, has {} bytes, but the "
                                   "capture's has {}: f(bucket) must return outputs of the same sizes every time",
                              i, leaves[i].second, leaf.size_bytes());
+    };
+    [[maybe_unused]] auto copy = [&](std::size_t i, auto leaf) {
       detail::copy_leaf(leaf.data(), leaves[i].first, leaf.size_bytes(), s, kOp,
                         "copying the first call's outputs onto the graph's");
     };
     [[maybe_unused]] std::size_t next = 0;  // unused without outputs
     detail::visit_leaves(from, next, note);
+    next = 0;
+    detail::visit_leaves(to, next, check);
     next = 0;
     detail::visit_leaves(to, next, copy);
     if (stream != s) detail::wait_for_stream(stream, s, kOp);
