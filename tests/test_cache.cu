@@ -291,14 +291,12 @@ TEST_CASE("GraphCache: misuse is an Error", "[cache][gpu]") {
 TEST_CASE("GraphCache: a bucket's first call warms f up after the work queued on the call's stream", "[cache][gpu]") {
   cugraphs::Stream stream;
   auto x = filled(1, 1), acc = filled(1, 0);
-  put_all(x, 1.0f);
-  put_all(acc, 0.0f);
   auto add_input = [&](int) {
     accumulate<<<1, 1, 0, cugraphs::current_stream()>>>(acc.data(), x.data());
     cugraphs::check_launch("accumulate");
   };
   auto cache = cugraphs::make_graph_cache(std::vector<int>{1}, add_input);  // one warm-up call
-  slow_fill_kernel<<<1, 32, 0, stream>>>(x.data(), 1, 7.0f, 50'000'000);  // x = 7 after 50 ms
+  fill_late(x, acc, stream);  // x = 1 and acc = 0 now (nothing has run yet), x = 7 after 50 ms
   (void)cache(stream, 1);
   stream.synchronize();
   CHECK(host(acc.span())[0] == 7.0f);  // the warm-up, which is the call, added 7 once

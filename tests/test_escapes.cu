@@ -61,6 +61,23 @@ __global__ void scale_backward(float* dx, float* dw, const float* dy, const floa
   dw[i] = dy[i] * x[i];
 }
 
+// A pair's forward: y = w * x, on the current stream.
+DeviceBuffer<float> scaled(In x, In w) {
+  DeviceBuffer<float> y(x.size());
+  scale_forward<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(y.data(), x.data(), w.data(),
+                                                                                   x.size());
+  return y;
+}
+
+// Its backward, returning dx, then w = 0.5 w + 1 (an optimizer's step in miniature) on `w`.
+DeviceBuffer<float> scaled_backward_stepping(In x, float* w, In dy) {
+  DeviceBuffer<float> dx(x.size()), dw(x.size());
+  const cudaStream_t s = cugraphs::current_stream();
+  scale_backward<<<blocks_for(x.size()), kThreads, 0, s>>>(dx.data(), dw.data(), dy.data(), x.data(), w, x.size());
+  affine_kernel<<<blocks_for(x.size()), kThreads, 0, s>>>(w, x.size(), 0.5f, 1.0f);
+  return dx;
+}
+
 std::size_t node_count(const Graph& g) {
   std::size_t n = 0;
   cugraphs::check(cudaGraphGetNodes(g.native_graph(), nullptr, &n), "cudaGraphGetNodes");
@@ -592,12 +609,7 @@ TEST_CASE("KernelNodes: AdamW inside a GraphedPair's backward takes its bias cor
   Out dw_span = dw.span();
   float* m_ptr = m.data();
   float* v_ptr = v.data();
-  auto forward = [](In x, In wt) {
-    DeviceBuffer<float> y(x.size());
-    scale_forward<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(y.data(), x.data(), wt.data(),
-                                                                                     x.size());
-    return y;
-  };
+  auto forward = [](In x, In wt) { return scaled(x, wt); };
   auto backward = [&](In x, In wt, Out, In dy) {
     DeviceBuffer<float> dx(x.size());
     const cudaStream_t s = cugraphs::current_stream();
@@ -866,20 +878,8 @@ TEST_CASE("Escapes: an f that writes an input it is handed by copy (InputMode::C
   // A pair: y = w * x, and the backward updates w, handed in as a staged argument.
   const auto x0 = filled(kN, 8);
   auto w2 = filled(kN, 9);
-  auto forward = [](In x, Out wt) {
-    DeviceBuffer<float> out(x.size());
-    scale_forward<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), x.data(), wt.data(),
-                                                                                     x.size());
-    return out;
-  };
-  auto backward = [](In x, Out wt, Out, In dy) {
-    DeviceBuffer<float> dx(x.size()), dw(x.size());
-    const cudaStream_t s = cugraphs::current_stream();
-    scale_backward<<<blocks_for(x.size()), kThreads, 0, s>>>(dx.data(), dw.data(), dy.data(), x.data(), wt.data(),
-                                                              x.size());
-    affine_kernel<<<blocks_for(x.size()), kThreads, 0, s>>>(wt.data(), x.size(), 0.5f, 1.0f);
-    return dx;
-  };
+  auto forward = [](In x, Out wt) { return scaled(x, wt); };
+  auto backward = [](In x, Out wt, Out, In dy) { return scaled_backward_stepping(x, wt.data(), dy); };
   const auto pe = expect_error(
       [&] { (void)cugraphs::make_graphed_pair(forward, backward, cugraphs::requires_grad(In(x0)), Out(w2.span())); });
   CHECK(contains(pe.what(), "the forward or the backward wrote input leaf 1"));
@@ -887,19 +887,9 @@ TEST_CASE("Escapes: an f that writes an input it is handed by copy (InputMode::C
 
   // The same step with the weights as param(): written in place, as meant, and not watched;
   // a writable staged argument the halves only read is not refused either.
-  auto forward_p = [](Out x, In wt) {
-    DeviceBuffer<float> out(x.size());
-    scale_forward<<<blocks_for(x.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), x.data(), wt.data(),
-                                                                                     x.size());
-    return out;
-  };
+  auto forward_p = [](Out x, In wt) { return scaled(x, wt); };
   auto backward_p = [](In x, In wt, Out, In dy) {
-    DeviceBuffer<float> dx(x.size()), dw(x.size());
-    const cudaStream_t s = cugraphs::current_stream();
-    scale_backward<<<blocks_for(x.size()), kThreads, 0, s>>>(dx.data(), dw.data(), dy.data(), x.data(), wt.data(),
-                                                              x.size());
-    affine_kernel<<<blocks_for(x.size()), kThreads, 0, s>>>(const_cast<float*>(wt.data()), x.size(), 0.5f, 1.0f);
-    return dx;
+    return scaled_backward_stepping(x, const_cast<float*>(wt.data()), dy);  // param(): written in place
   };
   auto x1 = filled(kN, 10);
   auto w3 = filled(kN, 11);

@@ -594,9 +594,7 @@ TEST_CASE("GraphedCallable: the warm-up and the static inputs' first values come
   // Loaded first: the first launch of a kernel loads its module (lazy loading), which may wait
   // for the device and would order the warm-up after the fill by accident.
   accumulate<<<1, 1, 0, stream>>>(acc.data(), x.data(), 1);
-  put_all(x, 1.0f);
-  put_all(acc, 0.0f);
-  slow_fill_kernel<<<1, 32, 0, stream>>>(x.data(), 1, 7.0f, 50'000'000);  // x = 7 after 50 ms
+  fill_late(x, acc, stream);  // x = 7 after 50 ms
   cugraphs::GraphedOptions o;
   o.warmup_iters = 1;
   auto g = cugraphs::make_graphed_callable(

@@ -378,9 +378,7 @@ TEST_CASE("GraphedPair: the warm-up comes after the work queued on the current s
   // the device and would order the warm-up after the fill by accident.
   add_first<<<1, 1, 0, stream>>>(acc.data(), x.data());
   copy_kernel<<<1, kThreads, 0, stream>>>(scratch.data(), x.data(), 1);
-  put_all(x, 1.0f);
-  put_all(acc, 0.0f);
-  slow_fill_kernel<<<1, 32, 0, stream>>>(x.data(), 1, 7.0f, 50'000'000);  // x = 7 after 50 ms
+  fill_late(x, acc, stream);  // x = 7 after 50 ms
   cugraphs::GraphedOptions o;
   o.warmup_iters = 1;
   auto pair = cugraphs::make_graphed_pair(

@@ -135,7 +135,7 @@ public:
     warmed_.assign(buckets_.size(), false);
     known_bytes_.assign(buckets_.size(), std::nullopt);
     if (opts.capture_all)
-      for (std::size_t b = buckets_.size(); b-- > 0;) (void)admit(b, current_stream(), false);
+      for (std::size_t b = buckets_.size(); b-- > 0;) (void)admit(b, current_stream());
   }
 
   GraphCache(GraphCache&&) noexcept = default;
@@ -206,7 +206,7 @@ private:
     if (entry != nullptr) {
       ++stats_.hits;
     } else {
-      entry = &admit(b, stream, true, &ran);
+      entry = &admit(b, stream, &ran);
     }
     ++stats_.calls;
     entry->last_use = ++tick_;
@@ -218,10 +218,10 @@ private:
   // capture where its size is known from an earlier capture (so that it can use the memory
   // freed), after it otherwise. The last graph evicted lends it its executable. The warm-up
   // runs f eagerly after the work queued on `stream` (the call's: its inputs may be on their
-  // way there). For a call (`is_call`), the last warm-up call is the call itself (*ran set):
+  // way there). For a call (`ran` given), the last warm-up call is the call itself (*ran set):
   // its effects and draws stand, and its outputs are copied onto the graph's, ordered before
   // the work queued next on `stream`; otherwise the call replays after the warm-up.
-  Entry& admit(std::size_t b, cudaStream_t stream, bool is_call, bool* ran = nullptr) {
+  Entry& admit(std::size_t b, cudaStream_t stream, bool* ran = nullptr) {
     const Key& bucket = buckets_[b];
     if (known_bytes_[b] && *known_bytes_[b] > opts_.byte_budget) too_large(b, *known_bytes_[b]);
     std::optional<Graph> victim;
@@ -241,7 +241,7 @@ private:
     if (!warmed_[b] && opts_.warmup_iters > 0) {
       // Where the call's stream cannot be ordered with the capture stream both ways (the
       // legacy stream while a capture guards it, another device's), the call replays.
-      const bool as_call = is_call && detail::can_order_after(capture_stream(), stream, kOp);
+      const bool as_call = ran != nullptr && detail::can_order_after(capture_stream(), stream, kOp);
       const int warm_ups = opts_.warmup_iters - (as_call ? 1 : 0);
       if (warm_ups > 0)
         detail::warm_up(kOp, capture_stream(), warm_ups, [&, this] { return f_(bucket); }, stream);
@@ -297,7 +297,7 @@ private:
     if (eager) {  // cached first: should the copy be refused, the next call replays the graph
       copy_outputs(*eager, *admitted.outputs, stream);
       order_on_unwind.producer = nullptr;  // copy_outputs ordered the call's stream
-      if (ran != nullptr) *ran = true;
+      *ran = true;  // eager only for a call
     }
     return admitted;
   }

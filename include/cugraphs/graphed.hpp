@@ -236,12 +236,13 @@ void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step, c
   } take_back;
   const bool ordered = can_order_after(s, after, op);
   if (after != s && ordered) wait_for_stream(s, after, op);
-  if (!ordered) watch = nullptr;  // the samples may still change under the fingerprints
-  if (watch != nullptr && iterations > 0) watch->before(s);
+  // Nothing runs, or the samples may still change under the fingerprints: nothing to watch.
+  if (iterations <= 0 || !ordered) watch = nullptr;
+  if (watch != nullptr) watch->before(s);
   StreamGuard on(s);
   for (int i = 0; i < iterations; ++i) static_cast<void>(step());
   check(cudaStreamSynchronize(s), "{}: waiting for the warm-up calls", op);
-  if (watch != nullptr && iterations > 0) watch->judge(s);
+  if (watch != nullptr) watch->judge(s);
 }
 
 // A graphed callable's warm-up: f(samples...), once the samples are checked.

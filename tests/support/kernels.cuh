@@ -98,6 +98,14 @@ template <class T>
 void put_all(cugraphs::DeviceBuffer<T>& b, T value) {
   b.copy_from_host(std::vector<T>(b.size(), value));
 }
+// x = 1 and acc = 0 now, and x = 7 once a kernel queued on `stream` has spun 50 ms: a sample
+// still on its way when work that must wait for it is queued (the tests of warm-ups).
+inline void fill_late(cugraphs::DeviceBuffer<float>& x, cugraphs::DeviceBuffer<float>& acc, cudaStream_t stream) {
+  put_all(x, 1.0f);
+  put_all(acc, 0.0f);
+  slow_fill_kernel<<<1, 32, 0, stream>>>(x.data(), 1, 7.0f, 50'000'000);
+}
+
 template <class T>
 T get(const cugraphs::DeviceBuffer<T>& b) {
   return b.to_host()[0];
