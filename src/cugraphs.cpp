@@ -19,6 +19,7 @@ extern const int CUGRAPHS_DETAIL_STREAM_TAG = 1;
 
 #include <cugraphs/impl/argument_sites.ipp>
 #include <cugraphs/impl/block_allocator.ipp>
+#include <cugraphs/impl/buffer_registry.ipp>
 #include <cugraphs/impl/capture.ipp>
 #include <cugraphs/impl/capture_options.ipp>
 #include <cugraphs/impl/capture_scope.ipp>

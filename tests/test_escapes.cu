@@ -1088,3 +1088,100 @@ TEST_CASE("Escapes: work on the stream current when the capture began is refused
   mine.synchronize();
   CHECK(host(x.span())[0] == want + 1.0f);
 }
+
+// Before: replays went on with the freed buffer's address, reading whatever the allocator had
+// put there since (here, as often, the reloaded weights by chance, or another buffer), and
+// nothing was reported.
+TEST_CASE("Escapes: a DeviceBuffer a graph names that is freed after the capture (weights reloaded into a new "
+          "buffer) is an Error at every replay until mended by set_kernel_arg or a new capture; buffers the graph "
+          "does not name come and go freely; a graphed callable and a conditional body are watched too",
+          "[escapes][update][graphed][conditional][gpu]") {
+  auto x = filled(kN, 1);
+  auto w = filled(kN, 2);
+  DeviceBuffer<float> y(kN);
+  Graph g;
+  auto node = cugraphs::kernel_node_for(scale_forward);
+  const auto step = [&](cudaStream_t s) {
+    scale_forward<<<blocks_for(kN), kThreads, 0, s>>>(y.data(), x.data(), w.data(), kN);
+    node = cugraphs::captured_kernel_node(scale_forward, s);
+  };
+  const auto expect_product = [&](const char* what) {
+    INFO(what);
+    const auto xs = host(x.span()), ws = host(w.span()), ys = host(y.span());
+    for (std::size_t i = 0; i < kN; i += 29) REQUIRE(ys[i] == ws[i] * xs[i]);
+  };
+  CHECK(g.capture_or_update(step).reinstantiated);  // the first call captures
+  g.replay();
+  expect_product("captured");
+
+  // Buffers the graph does not name: a scratch buffer, and another graph's weights.
+  { DeviceBuffer<float> scratch(kN); }
+  {
+    auto other_w = filled(kN, 3);
+    Graph other;
+    {
+      CaptureScope scope(other);
+      scale_forward<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(y.data(), x.data(), other_w.data(), kN);
+    }
+    other.replay();
+  }  // other_w, named by a graph, is freed: g asks, and finds its own alive
+  g.replay();
+  expect_product("others' buffers freed");
+
+  // A checkpoint reloaded into a new buffer: refused, nothing launched, every time.
+  w = filled(kN, 4);
+  put_all(y, 0.0f);
+  const auto e = expect_error([&] { g.replay(); });
+  CHECK(contains(e.what(), "Graph::replay: the graph names a DeviceBuffer that has been freed since its capture "
+                           "(12000 bytes at"));
+  CHECK(contains(e.what(), "named by node 0 (kernel "));
+  CHECK(contains(e.what(), "scale_forward"));
+  CHECK(contains(e.what(), "set_kernel_args"));
+  CHECK_THROWS_AS(g.replay(), cugraphs::Error);
+  cugraphs::check(cudaStreamSynchronize(cugraphs::current_stream()), "sync");
+  CHECK(host(y.span()) == std::vector<float>(kN, 0.0f));
+
+  // Mended by pointing the node at the new buffer.
+  g.set_kernel_arg<2>(node, static_cast<const float*>(w.data()));
+  g.replay();
+  expect_product("set_kernel_arg");
+  g.set_kernel_arg<3>(node, kN);  // a scalar: the same buffers named
+  g.replay();
+
+  // Reloaded again, and mended by capturing again (updated in place).
+  w = filled(kN, 5);
+  CHECK_THROWS_AS(g.replay(), cugraphs::Error);
+  CHECK(g.capture_or_update(step).updated);
+  g.replay();
+  expect_product("capture_or_update");
+
+  // A graphed callable whose f reads weights it refers to.
+  auto fw = filled(kN, 6);
+  auto f = cugraphs::make_graphed_callable(
+      [&fw](In in) {
+        DeviceBuffer<float> out(in.size());
+        scale_forward<<<blocks_for(in.size()), kThreads, 0, cugraphs::current_stream()>>>(out.data(), in.data(),
+                                                                                       fw.data(), in.size());
+        return out;
+      },
+      In(x.span()));
+  (void)f(In(x.span()));
+  fw = filled(kN, 7);
+  const auto fe = expect_error([&] { (void)f(In(x.span())); });
+  CHECK(contains(fe.what(), "freed since its capture"));
+
+  // A buffer only a conditional body names.
+  DeviceBuffer<bool> flag(1);
+  put(flag, true);
+  auto bw = filled(kN, 8);
+  Graph c;
+  {
+    CaptureScope scope(c);
+    ConditionalScope<cugraphs::If> when(scope, flag.data());
+    scale_forward<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(y.data(), x.data(), bw.data(), kN);
+  }
+  c.replay();
+  bw = filled(kN, 9);
+  const auto ce = expect_error([&] { c.replay(); });
+  CHECK(contains(ce.what(), "named by a node inside a child graph or a conditional body"));
+}

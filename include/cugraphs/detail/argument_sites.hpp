@@ -23,6 +23,7 @@
 #pragma once
 
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/buffer_registry.hpp>
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/detail/kernel_args.hpp>
@@ -427,6 +428,16 @@ bool walk_nodes(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
   }
   return true;
 }
+
+// The live DeviceBuffers (BufferRegistry) that the nodes of `g` name: a kernel argument word
+// from a buffer's first byte to one past its last, a copy's source or destination, a memset's
+// destination; named by the top-level node's index, or NamedBuffer::kNested for the nodes of
+// child graphs and of the bodies in `conditionals`. A node that cannot be read names none.
+// Nothing while no buffer is alive. Queries in relaxed capture mode; leaves no error behind.
+[[nodiscard]] std::vector<NamedBuffer> named_buffers(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
+                                                     std::string_view op);
+// Appends the 8-byte words of a kernel's arguments, `args` laid out as `params` says.
+void argument_words(void* const* args, std::span<const KernelArgs::Param> params, std::vector<std::uint64_t>& out);
 
 }  // namespace cugraphs::detail
 

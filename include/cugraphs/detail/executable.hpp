@@ -3,6 +3,7 @@
 // place) and per-node argument changes, and the launch itself.
 #pragma once
 
+#include <cugraphs/detail/buffer_registry.hpp>
 #include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/device.hpp>
 #include <cugraphs/detail/graph_queries.hpp>
@@ -19,6 +20,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -95,6 +97,8 @@ public:
   void launch(cudaStream_t stream, PoolShare& pool, Stage&& stage, std::string_view op) {
     if (stream != checked_stream_ || !stream_checked_) [[unlikely]]
       check_stream(stream);
+    if (!named_.empty() && named_seen_ != named_buffers_freed.load(std::memory_order_relaxed)) [[unlikely]]
+      check_named(op);
     launched_ = true;
     const auto go = [&, this] {
       if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
@@ -171,6 +175,21 @@ private:
 
   void take(Executable& o) noexcept;
 
+  // Refuses the launch when a DeviceBuffer the graph names has been freed since its capture
+  // (some named buffer was freed: named_buffers_freed moved); else notes the count seen.
+  void check_named(std::string_view op);
+  // Node `index`'s buffers are now those `p` names (its kernel's parameters laid out as
+  // `layout` says; none where unknown).
+  void rename_node(std::size_t index, const cudaKernelNodeParams& p,
+                   const std::optional<std::vector<KernelArgs::Param>>& layout);
+
+  // A kernel set_kernel_args has set: its function (kernel_function) and parameters' layout.
+  struct KnownKernel {
+    const void* func;
+    cudaFunction_t function;
+    std::optional<std::vector<KernelArgs::Param>> layout;
+  };
+
   cudaGraphExec_t exec_ = nullptr;  // first: the replay path reads only this
   std::shared_ptr<NativeGraph> graph_;
   std::unique_ptr<LaunchRing> ring_;  // set when the graph draws random numbers or stages inputs
@@ -178,7 +197,11 @@ private:
   // executable's nodes (graph_ is then the capture applied last); null when it is graph_.
   std::shared_ptr<NativeGraph> identity_;
   std::vector<cudaGraphNode_t> identity_nodes_;    // its nodes, for KernelNodes of later captures
-  std::vector<std::pair<const void*, cudaFunction_t>> functions_;  // set_kernel_args' kernels (kernel_function)
+  std::vector<KnownKernel> functions_;             // set_kernel_args' kernels
+  // The DeviceBuffers the graph's nodes name, by node (in node order, nested last), and the
+  // count of named buffers freed (named_buffers_freed) when they were last all alive.
+  std::vector<NamedBuffer> named_;
+  std::uint64_t named_seen_ = 0;
   std::vector<std::shared_ptr<void>> keep_alive_;  // what captured work uses (keep_alive_with_capture)
   std::uint64_t current_capture_ = 0;              // the capture graph_ holds
   std::uint64_t instantiated_capture_ = 0;         // the capture exec_ was instantiated from

@@ -673,4 +673,88 @@ CUGRAPHS_INLINE void wait_end_event(cudaEvent_t e, std::string_view op) noexcept
   }
 }
 
+CUGRAPHS_INLINE void argument_words(void* const* args, std::span<const KernelArgs::Param> params,
+                                    std::vector<std::uint64_t>& out) {
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const auto* bytes = static_cast<const std::byte*>(args[i]);
+    for (std::size_t at = 0; at + 8 <= params[i].size; at += 8) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, bytes + at, sizeof w);
+      out.push_back(w);
+    }
+  }
+}
+
+CUGRAPHS_INLINE std::vector<NamedBuffer> named_buffers(cudaGraph_t g,
+    const std::vector<ConditionalMade>& conditionals, std::string_view op) {
+  std::vector<NamedBuffer> named;
+  BufferRegistry& registry = BufferRegistry::instance();
+  if (registry.empty()) return named;
+  RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
+  // Each kernel's layout, asked once (a graph runs few kernels many times).
+  std::vector<std::pair<const void*, std::optional<std::vector<KernelArgs::Param>>>> layouts;
+  std::vector<std::uint64_t> words;
+  const auto span_words = [&](std::span<const std::byte> bytes) {
+    for (std::size_t at = 0; at + 8 <= bytes.size(); at += 8) {
+      std::uint64_t w = 0;
+      std::memcpy(&w, bytes.data() + at, sizeof w);
+      words.push_back(w);
+    }
+  };
+  const auto kernel_words = [&](cudaGraphNode_t n) {
+    cudaKernelNodeParams p{};
+    if (cudaGraphKernelNodeGetParams(n, &p) == cudaSuccess && p.func != nullptr && p.extra == nullptr) {
+      auto known = std::ranges::find(layouts, p.func, &decltype(layouts)::value_type::first);
+      if (known == layouts.end()) known = layouts.insert(layouts.end(), {p.func, KernelArgs::layout(p.func)});
+      if (const auto& layout = known->second; layout && (p.kernelParams != nullptr || layout->empty())) {
+        argument_words(p.kernelParams, *layout, words);
+        return;
+      }
+    }
+    (void)cudaGetLastError();
+    if (const auto blobs = driver_kernel_args(n))  // a library's kernel (cuBLAS's)
+      for (const auto& b : *blobs) span_words(b);
+  };
+  const auto copy_words = [&](const cudaMemcpy3DParms& p) {
+    if (p.srcArray == nullptr) words.push_back(reinterpret_cast<std::uintptr_t>(p.srcPtr.ptr));
+    if (p.dstArray == nullptr) words.push_back(reinterpret_cast<std::uintptr_t>(p.dstPtr.ptr));
+    return true;
+  };
+  const auto set_words = [&](const cudaMemsetParams& p) { words.push_back(reinterpret_cast<std::uintptr_t>(p.dst)); };
+  const auto nested_kernel = [&](std::span<const std::span<const std::byte>> params) {
+    for (const auto bytes : params) span_words(bytes);
+    return true;
+  };
+  const auto nodes = graph_nodes(g, op);
+  for (std::size_t i = 0; i < nodes.size(); ++i) {
+    words.clear();
+    std::size_t node = i;
+    cudaGraphNodeType t{};
+    if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
+    if (t == cudaGraphNodeTypeKernel) {
+      kernel_words(nodes[i]);
+    } else if (cudaMemcpy3DParms c{}; t == cudaGraphNodeTypeMemcpy) {
+      if (cudaGraphMemcpyNodeGetParams(nodes[i], &c) == cudaSuccess) copy_words(c);
+    } else if (cudaMemsetParams m{}; t == cudaGraphNodeTypeMemset) {
+      if (cudaGraphMemsetNodeGetParams(nodes[i], &m) == cudaSuccess) set_words(m);
+    } else if (cudaGraph_t child = nullptr; t == cudaGraphNodeTypeGraph) {
+      // What the walk reads before a node it cannot read still counts.
+      node = NamedBuffer::kNested;
+      if (cudaGraphChildGraphNodeGetGraph(nodes[i], &child) == cudaSuccess)
+        (void)walk_nodes(child, conditionals, op, nested_kernel, copy_words, set_words);
+    }
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+    else if (t == cudaGraphNodeTypeConditional) {
+      node = NamedBuffer::kNested;
+      if (const auto made = std::ranges::find(conditionals, nodes[i], &ConditionalMade::node); made != conditionals.end())
+        for (cudaGraph_t body : made->bodies)
+          (void)walk_nodes(body, conditionals, op, nested_kernel, copy_words, set_words);
+    }
+#endif
+    if (!words.empty()) registry.name(words, node, named);
+  }
+  (void)cudaGetLastError();  // a query's own error
+  return named;
+}
+
 }  // namespace cugraphs::detail

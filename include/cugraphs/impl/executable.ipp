@@ -30,6 +30,9 @@ CUGRAPHS_INLINE void Executable::hold(Captured&& c, const Pool* pool, std::uint6
                      "Graph::capture_end (per-launch values)");
       graph_->keep = c.ring->end_event();  // named by the graph's last node: lives as long as the graph
     }
+    // Read before the graph is searched: a buffer freed meanwhile is asked about at the first launch.
+    named_seen_ = named_buffers_freed.load(std::memory_order_relaxed);
+    named_ = named_buffers(graph_->graph, c.conditionals, "Graph::capture_end (buffers named)");
   } CUGRAPHS_CATCH_ALL {
     graph_.reset();
     CUGRAPHS_RETHROW;
@@ -146,9 +149,10 @@ CUGRAPHS_INLINE void Executable::set_kernel_params(std::uint64_t capture, std::s
   DeviceGuard on(device_);  // the kernel's function is found in this graph's device's context
   const cudaGraphNode_t target = exec_node(capture, index, node, op);
   // p's kernel's function, found once for this executable.
-  auto known = std::ranges::find(functions_, p.func, &std::pair<const void*, cudaFunction_t>::first);
-  if (known == functions_.end()) known = functions_.insert(functions_.end(), {p.func, kernel_function(p.func)});
-  cudaFunction_t& function = known->second;
+  auto known = std::ranges::find(functions_, p.func, &KnownKernel::func);
+  if (known == functions_.end())
+    known = functions_.insert(functions_.end(), {p.func, kernel_function(p.func), KernelArgs::layout(p.func)});
+  cudaFunction_t& function = known->function;
   if (ring_) {
     // Arguments taken in an earlier capture may hold that capture's per-launch state.
     if (capture != current_capture_)
@@ -161,7 +165,55 @@ CUGRAPHS_INLINE void Executable::set_kernel_params(std::uint64_t capture, std::s
     [[unlikely]] {
     throw_cuda(e, format("{} (cudaGraphExecKernelNodeSetParams)", op));
   }
+  rename_node(index, p, known->layout);
   upload_if_device_launched(op);
+}
+
+CUGRAPHS_INLINE void Executable::rename_node(std::size_t index, const cudaKernelNodeParams& p,
+    const std::optional<std::vector<KernelArgs::Param>>& layout) {
+  BufferRegistry& registry = BufferRegistry::instance();
+  const auto by_node = [](const NamedBuffer& b, std::size_t n) { return b.node < n; };
+  const auto first = std::lower_bound(named_.begin(), named_.end(), index, by_node);
+  auto last = first;
+  while (last != named_.end() && last->node == index) ++last;
+  if (first == last && registry.empty()) return;
+  std::vector<NamedBuffer> now;
+  if (layout && (p.kernelParams != nullptr || layout->empty())) {
+    std::vector<std::uint64_t> words;
+    argument_words(p.kernelParams, *layout, words);
+    registry.name(words, index, now);
+  }
+  // The same buffers (a scalar changed, say): nothing moves.
+  if (std::equal(first, last, now.begin(), now.end(),
+                 [](const NamedBuffer& a, const NamedBuffer& b) { return a.id == b.id; }))
+    return;
+  const auto at = named_.erase(first, last);
+  named_.insert(at, now.begin(), now.end());
+}
+
+CUGRAPHS_INLINE void Executable::check_named(std::string_view op) {
+  const std::uint64_t seen = named_buffers_freed.load(std::memory_order_relaxed);
+  const BufferRegistry& registry = BufferRegistry::instance();
+  std::vector<std::uint64_t> checked;
+  for (const NamedBuffer& b : named_) {
+    if (std::ranges::find(checked, b.id) != checked.end()) continue;
+    checked.push_back(b.id);
+    if (registry.alive(b)) continue;
+    std::string node = "a node inside a child graph or a conditional body";
+    if (b.node != NamedBuffer::kNested) {
+      std::lock_guard lock(graph_->m);
+      const auto nodes = graph_nodes(graph_->graph, op);
+      node = format("node {} ({})", b.node, b.node < nodes.size() ? describe_node(nodes[b.node]) : "a node");
+    }
+    throw_misuse(op, "the graph names a DeviceBuffer that has been freed since its capture ({} bytes at {}, named "
+                     "by {}): its replays would read and write whatever the allocator has put there since (often "
+                     "the buffer that replaced it, by chance). Keep the buffer alive as long as the graph and write "
+                     "new values into it (copy_from_host, a copy on the replay's stream) instead of replacing it; or "
+                     "point the node at the new buffer (Graph::set_kernel_args), or capture again (Graph::update, "
+                     "capture_or_update). Nothing was launched",
+                 b.bytes, reinterpret_cast<const void*>(b.base), node);
+  }
+  named_seen_ = seen;
 }
 
 CUGRAPHS_INLINE void Executable::reset() noexcept {
@@ -174,6 +226,7 @@ CUGRAPHS_INLINE void Executable::reset() noexcept {
   identity_.reset();
   identity_nodes_.clear();
   functions_.clear();
+  named_.clear();
   keep_alive_.clear();  // after the executable: its replays used them
   status_.reset();
   device_launch_ = updatable_nodes_ = handed_out_ = launched_ = false;
@@ -247,6 +300,8 @@ CUGRAPHS_INLINE void Executable::adopt(Executable& source, bool instantiated) no
     identity_ = graph_;  // its nodes still name the executable's
   }
   graph_ = std::move(source.graph_);
+  named_ = std::move(source.named_);
+  named_seen_ = source.named_seen_;
   per_launch_asked_ = source.per_launch_asked_;
   current_capture_ = std::exchange(source.current_capture_, 0);
   upload_stream_ = source.upload_stream_;
@@ -283,6 +338,9 @@ CUGRAPHS_INLINE void Executable::take(Executable& o) noexcept {
   identity_ = std::move(o.identity_);
   identity_nodes_ = std::move(o.identity_nodes_);
   keep_alive_ = std::move(o.keep_alive_);
+  functions_ = std::move(o.functions_);
+  named_ = std::move(o.named_);
+  named_seen_ = o.named_seen_;
   current_capture_ = std::exchange(o.current_capture_, 0);
   instantiated_capture_ = std::exchange(o.instantiated_capture_, 0);
   upload_stream_ = o.upload_stream_;

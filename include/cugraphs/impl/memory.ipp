@@ -5,6 +5,7 @@
 
 #include <cugraphs/memory.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/buffer_registry.hpp>
 #include <cugraphs/detail/capture_session.hpp>
 #include <cugraphs/detail/deferred_frees.hpp>
 #include <cugraphs/detail/pool.hpp>
@@ -21,6 +22,7 @@ CUGRAPHS_INLINE BufferMemory allocate_buffer(std::size_t bytes, cudaStream_t str
     m.data = reinterpret_cast<void*>(m.block->addr);
   } else {
     check(cudaMallocAsync(&m.data, bytes, stream), "DeviceBuffer: cudaMallocAsync of {} bytes", bytes);
+    BufferRegistry::instance().add(m.data, bytes);  // graphs that name it refuse replays once it is freed
   }
   return m;
 }
@@ -30,6 +32,7 @@ CUGRAPHS_INLINE void release_buffer(void* data, cudaStream_t stream, Pool* pool,
     pool->free(block);
     return;
   }
+  BufferRegistry::instance().remove(data);
   cudaStreamCaptureStatus st = cudaStreamCaptureStatusNone;
   const cudaError_t queried = cudaStreamIsCapturing(stream, &st);
   if (queried == cudaSuccess && st != cudaStreamCaptureStatusNone) {
