@@ -1184,4 +1184,24 @@ TEST_CASE("Escapes: a DeviceBuffer a graph names that is freed after the capture
   bw = filled(kN, 9);
   const auto ce = expect_error([&] { c.replay(); });
   CHECK(contains(ce.what(), "named by a node inside a child graph or a conditional body"));
+
+  // CaptureOptions::watch_buffers = false: nothing watched. (The kernels touch no element, so
+  // that the replays of the freed address read nothing.)
+  auto kept = filled(kN, 10);
+  Graph watched, unwatched;
+  CaptureOptions off;
+  off.watch_buffers = false;
+  for (Graph* graph : {&watched, &unwatched}) {
+    CaptureScope scope(*graph, graph == &unwatched ? off : CaptureOptions{});
+    scale_forward<<<1, kThreads, 0, scope.stream()>>>(y.data(), x.data(), kept.data(), 0);
+  }
+  kept = filled(kN, 11);
+  CHECK_THROWS_AS(watched.replay(), cugraphs::Error);
+  unwatched.replay();
+  CHECK(unwatched.capture_or_update([&](cudaStream_t s) {
+    scale_forward<<<1, kThreads, 0, s>>>(y.data(), x.data(), kept.data(), 0);
+  }).updated);
+  kept = filled(kN, 12);
+  unwatched.replay();  // the recapture asked the same: still unwatched
+  cugraphs::check(cudaStreamSynchronize(cugraphs::current_stream()), "sync");
 }

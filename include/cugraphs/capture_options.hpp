@@ -61,6 +61,14 @@ struct CaptureOptions {
   /// empty and reusable): its work went to some other stream, ran once, now, and would be
   /// missing from every replay. true: an empty graph is kept (its replays do nothing).
   bool allow_empty = false;
+  /// true: every launch from the host refuses a graph that names a DeviceBuffer freed since
+  /// its capture (an Error naming the buffer and the node; nothing launched): its replays
+  /// would read and write whatever the allocator put there after. A node names a buffer
+  /// that was alive at the capture's end, made outside any capture, with an address from its
+  /// first byte to one past its last in a kernel's arguments, or as a copy's or memset's
+  /// pointer. false: nothing is watched (for a kernel handed a buffer's one-past-the-end
+  /// address where another, unrelated buffer begins).
+  bool watch_buffers = true;
 };
 
 namespace detail {

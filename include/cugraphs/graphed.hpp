@@ -53,6 +53,9 @@ struct GraphedOptions {
   /// that uses an input as scratch; use InputMode::InPlace for one whose writes matter. With
   /// warmup_iters = 0 nothing runs before the capture, and nothing is watched.
   bool allow_written_input = false;
+  /// Whether a call refuses a graph that names a DeviceBuffer freed since f was captured
+  /// (CaptureOptions::watch_buffers): weights f refers to, reloaded into a new buffer.
+  bool watch_buffers = true;
 };
 
 namespace detail {
@@ -303,6 +306,7 @@ public:
       co.stream = opts.stream;
       co.per_launch = opts.per_launch;
       co.allow_empty = opts.allow_empty;
+      co.watch_buffers = opts.watch_buffers;
       CaptureScope scope(graph_, co);
       [[maybe_unused]] std::size_t next = 0;  // unused without inputs
       [[maybe_unused]] auto record = [&, this](std::size_t i, auto leaf) {

@@ -63,6 +63,7 @@ public:
   PerLaunch per_launch = PerLaunch::Auto;         // how launches get their values (CaptureOptions)
   bool check_copies = true;                       // refuse copies of pageable host memory (EscapeCheck)
   bool allow_empty = false;                       // keep a capture that recorded no work (CaptureOptions)
+  bool watch_buffers = true;                      // launches check the buffers named (CaptureOptions)
 
   // Whether the capture is still open (end() and abort() close it).
   [[nodiscard]] bool is_open() const noexcept { return open_; }

@@ -25,6 +25,7 @@ struct Captured {
   // The send and receive buffers of the NCCL collectives captured through cugraphs/nccl.hpp.
   std::vector<std::pair<std::uintptr_t, std::size_t>> collective_buffers;
   PerLaunch per_launch = PerLaunch::Auto;  // as asked (CaptureOptions): recaptures ask the same
+  bool watch_buffers = true;               // as asked (CaptureOptions): recaptures ask the same
   std::vector<ConditionalMade> conditionals;  // the conditional nodes made, with their bodies
   PoolShare share;  // the graph's share of the pool it was captured into
   std::unique_ptr<LaunchRing> ring;

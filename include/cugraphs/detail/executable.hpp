@@ -121,6 +121,8 @@ public:
   [[nodiscard]] std::size_t leaves_in_place() const noexcept { return ring_ ? ring_->leaves_in_place() : 0; }
   // The PerLaunch its capture asked for (a recapture for update() asks the same).
   [[nodiscard]] PerLaunch per_launch_asked() const noexcept { return per_launch_asked_; }
+  // Whether launches check the DeviceBuffers the graph names (CaptureOptions::watch_buffers).
+  [[nodiscard]] bool watches_buffers() const noexcept { return watch_buffers_; }
   // How launches get their per-launch values; Auto when the graph takes none.
   [[nodiscard]] PerLaunch per_launch() const noexcept {
     return !ring_                 ? PerLaunch::Auto
@@ -216,6 +218,7 @@ private:
   mutable bool handed_out_ = false;  // device_graph() was given out: the executable is never replaced
   mutable bool launched_ = false;    // exec_ was launched from the host (launches may be queued)
   PerLaunch per_launch_asked_ = PerLaunch::Auto;  // what the capture asked for
+  bool watch_buffers_ = true;                     // CaptureOptions::watch_buffers
   std::shared_ptr<void> status_;  // device launch: the first failed device-side launch
 };
 

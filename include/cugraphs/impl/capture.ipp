@@ -79,6 +79,7 @@ CUGRAPHS_INLINE CaptureOptions Graph::recapture_options(std::string_view op) con
   co.instantiate = false;
   co.device_launch = view().exec.device_launch();
   co.per_launch = view().exec.per_launch_asked();  // the same choice, so that the topologies can match
+  co.watch_buffers = view().exec.watches_buffers();
   return co;
 }
 
@@ -108,6 +109,7 @@ CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
   capture_->per_launch = opts.per_launch;
   capture_->check_copies = guard;
   capture_->allow_empty = opts.allow_empty;
+  capture_->watch_buffers = opts.watch_buffers;
   mode_ = opts.mode;
   escapes_ = opts.escapes;
   stream_ = opts.stream;

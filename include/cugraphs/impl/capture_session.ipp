@@ -85,6 +85,7 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
     c.updatable_nodes = updatable_nodes;
     c.collective_buffers = std::move(collective_buffers);
     c.per_launch = per_launch;
+    c.watch_buffers = watch_buffers;
     c.conditionals = std::move(frames.made());
     c.share = std::move(share);
     c.ring = std::move(ring);

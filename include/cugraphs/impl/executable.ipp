@@ -32,7 +32,7 @@ CUGRAPHS_INLINE void Executable::hold(Captured&& c, const Pool* pool, std::uint6
     }
     // Read before the graph is searched: a buffer freed meanwhile is asked about at the first launch.
     named_seen_ = named_buffers_freed.load(std::memory_order_relaxed);
-    named_ = named_buffers(graph_->graph, c.conditionals, "Graph::capture_end (buffers named)");
+    if (c.watch_buffers) named_ = named_buffers(graph_->graph, c.conditionals, "Graph::capture_end (buffers named)");
   } CUGRAPHS_CATCH_ALL {
     graph_.reset();
     CUGRAPHS_RETHROW;
@@ -43,6 +43,7 @@ CUGRAPHS_INLINE void Executable::hold(Captured&& c, const Pool* pool, std::uint6
   device_launch_ = c.device_launch;
   updatable_nodes_ = c.updatable_nodes;
   per_launch_asked_ = c.per_launch;
+  watch_buffers_ = c.watch_buffers;
   LastCapture::instance().set(graph_);
 }
 
@@ -176,7 +177,7 @@ CUGRAPHS_INLINE void Executable::rename_node(std::size_t index, const cudaKernel
   const auto first = std::lower_bound(named_.begin(), named_.end(), index, by_node);
   auto last = first;
   while (last != named_.end() && last->node == index) ++last;
-  if (first == last && registry.empty()) return;
+  if (!watch_buffers_ || (first == last && registry.empty())) return;
   std::vector<NamedBuffer> now;
   if (layout && (p.kernelParams != nullptr || layout->empty())) {
     std::vector<std::uint64_t> words;
@@ -302,6 +303,7 @@ CUGRAPHS_INLINE void Executable::adopt(Executable& source, bool instantiated) no
   graph_ = std::move(source.graph_);
   named_ = std::move(source.named_);
   named_seen_ = source.named_seen_;
+  watch_buffers_ = source.watch_buffers_;
   per_launch_asked_ = source.per_launch_asked_;
   current_capture_ = std::exchange(source.current_capture_, 0);
   upload_stream_ = source.upload_stream_;
@@ -353,6 +355,7 @@ CUGRAPHS_INLINE void Executable::take(Executable& o) noexcept {
   handed_out_ = std::exchange(o.handed_out_, false);
   launched_ = std::exchange(o.launched_, false);
   per_launch_asked_ = o.per_launch_asked_;
+  watch_buffers_ = o.watch_buffers_;
 }
 
 }  // namespace cugraphs::detail
