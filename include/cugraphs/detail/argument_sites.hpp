@@ -433,7 +433,8 @@ bool walk_nodes(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
 // from a buffer's first byte to one past its last, a copy's source or destination, a memset's
 // destination; named by the top-level node's index, or NamedBuffer::kNested for the nodes of
 // child graphs and of the bodies in `conditionals`. A node that cannot be read names none.
-// Nothing while no buffer is alive. Queries in relaxed capture mode; leaves no error behind.
+// Nothing while no buffer is alive. In node order, nested last. Queries in relaxed capture
+// mode; leaves no error behind.
 [[nodiscard]] std::vector<NamedBuffer> named_buffers(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
                                                      std::string_view op);
 // Appends the 8-byte words of a kernel's arguments, `args` laid out as `params` says.

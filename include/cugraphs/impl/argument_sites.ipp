@@ -687,7 +687,7 @@ CUGRAPHS_INLINE void argument_words(void* const* args, std::span<const KernelArg
 
 CUGRAPHS_INLINE std::vector<NamedBuffer> named_buffers(cudaGraph_t g,
     const std::vector<ConditionalMade>& conditionals, std::string_view op) {
-  std::vector<NamedBuffer> named;
+  std::vector<NamedBuffer> named, nested;
   BufferRegistry& registry = BufferRegistry::instance();
   if (registry.empty()) return named;
   RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
@@ -751,9 +751,10 @@ CUGRAPHS_INLINE std::vector<NamedBuffer> named_buffers(cudaGraph_t g,
           (void)walk_nodes(body, conditionals, op, nested_kernel, copy_words, set_words);
     }
 #endif
-    if (!words.empty()) registry.name(words, node, named);
+    if (!words.empty()) registry.name(words, node, node == NamedBuffer::kNested ? nested : named);
   }
   (void)cudaGetLastError();  // a query's own error
+  named.insert(named.end(), nested.begin(), nested.end());  // in node order, nested last
   return named;
 }
 
