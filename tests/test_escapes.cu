@@ -1204,4 +1204,30 @@ TEST_CASE("Escapes: a DeviceBuffer a graph names that is freed after the capture
   kept = filled(kN, 12);
   unwatched.replay();  // the recapture asked the same: still unwatched
   cugraphs::check(cudaStreamSynchronize(cugraphs::current_stream()), "sync");
+
+  // A copy's source; and a kernel after a conditional node, pointed at a new buffer before
+  // its old one goes: the node's buffers are found again, by its index, and nothing is refused.
+  auto src = filled(kN, 13), w1 = filled(kN, 14), w2 = filled(kN, 15);
+  Graph mixed;
+  auto late = cugraphs::kernel_node_for(scale_forward);
+  {
+    CaptureScope scope(mixed);
+    cugraphs::check(cudaMemcpyAsync(y.data(), src.data(), y.bytes(), cudaMemcpyDeviceToDevice, scope.stream()),
+                    "cudaMemcpyAsync");
+    {
+      ConditionalScope<cugraphs::If> when(scope, flag.data());
+      scale_forward<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(y.data(), x.data(), w1.data(), kN);
+    }
+    scale_forward<<<blocks_for(kN), kThreads, 0, scope.stream()>>>(y.data(), x.data(), w2.data(), kN);
+    late = cugraphs::captured_kernel_node(scale_forward, scope.stream());
+  }
+  const auto w3 = filled(kN, 16);
+  mixed.set_kernel_arg<2>(late, static_cast<const float*>(w3.data()));
+  w2 = filled(kN, 17);  // the old buffer goes, after the node left it
+  mixed.replay();
+  const auto xs = host(x.span()), w3s = host(w3.span()), ys = host(y.span());
+  for (std::size_t i = 0; i < kN; i += 29) REQUIRE(ys[i] == w3s[i] * xs[i]);
+  src = filled(kN, 18);
+  const auto me = expect_error([&] { mixed.replay(); });
+  CHECK(contains(me.what(), "named by node 0 (memcpy"));
 }

@@ -63,6 +63,9 @@ struct GraphCacheOptions {
   /// default it is an Error (the cache stays usable): the usual cause is f's work queued on a stream
   /// other than current_stream(), which ran once at the capture and never in a replay.
   bool allow_empty = false;
+  /// Whether a call refuses a bucket's graph that names a DeviceBuffer freed since its
+  /// capture (CaptureOptions::watch_buffers); clear() lets every bucket capture again.
+  bool watch_buffers = true;
 };
 
 /// What a GraphCache has done so far, and holds now.
@@ -261,6 +264,7 @@ private:
       co.pool = pool_;
       co.mode = opts_.mode;
       co.allow_empty = opts_.allow_empty;
+      co.watch_buffers = opts_.watch_buffers;
       co.instantiate = false;  // an evicted executable may take it in place
       CaptureScope scope(next, co);
       if constexpr (std::is_void_v<Result>) {

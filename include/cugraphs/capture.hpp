@@ -212,7 +212,11 @@ public:
   void debug_dump(const std::string& path) const;
 
 private:
+  friend class GraphSet;  // checks every member's buffers before it launches any (check_buffers)
+
   [[noreturn]] void not_replayable(std::string_view op) const;
+  // Refuses, as replay would, a graph that names a DeviceBuffer freed since its capture.
+  void check_buffers(std::string_view op);
 
   // The open capture, for the seed's conditional members.
   detail::CaptureSession& session(std::string_view op);

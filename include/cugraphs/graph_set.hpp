@@ -51,6 +51,9 @@ struct GraphSetOptions {
   /// Error, and the set is left empty: the usual cause is work queued on a
   /// stream other than the step's, which ran once at the capture and never in a replay.
   bool allow_empty = false;
+  /// Whether replay refuses the set, launching none of its graphs, when one names a
+  /// DeviceBuffer freed since the capture (CaptureOptions::watch_buffers).
+  bool watch_buffers = true;
 };
 
 /// One graph per device, captured from the same step. capture() runs `step(device, scope)`
@@ -88,6 +91,7 @@ public:
       co.mode = opts.mode;
       co.escapes = opts.escapes;
       co.allow_empty = opts.allow_empty;
+      co.watch_buffers = opts.watch_buffers;
       co.stream = members[i].stream;  // the set's own: a capture thread's capture_stream() ends with it
       if (!opts.pools.empty()) co.pool = opts.pools[i];
       CaptureScope scope(members[i].graph, co);

@@ -49,8 +49,8 @@ public:
   // Appends to `out` the live buffer each word of `words` points into (or one past), named
   // by `node`; a buffer is added once a call.
   void name(std::span<const std::uint64_t> words, std::size_t node, std::vector<NamedBuffer>& out);
-  // Whether `b` is still alive (the same allocation).
-  [[nodiscard]] bool alive(const NamedBuffer& b) const;
+  // The first of `named` that is no longer alive (not the same allocation), or null.
+  [[nodiscard]] const NamedBuffer* first_gone(std::span<const NamedBuffer> named) const;
 
 private:
   struct Entry {

@@ -97,8 +97,7 @@ public:
   void launch(cudaStream_t stream, PoolShare& pool, Stage&& stage, std::string_view op) {
     if (stream != checked_stream_ || !stream_checked_) [[unlikely]]
       check_stream(stream);
-    if (!named_.empty() && named_seen_ != named_buffers_freed.load(std::memory_order_relaxed)) [[unlikely]]
-      check_named(op);
+    check_buffers(op);
     launched_ = true;
     const auto go = [&, this] {
       if (const cudaError_t e = cudaGraphLaunch(exec_, stream); e != cudaSuccess) [[unlikely]]
@@ -114,6 +113,13 @@ public:
       ring_->launch(stream, exec_, resolver(op), stage, guard, go, op);
     else
       guard(go);
+  }
+
+  // Refuses (an Error; nothing launched) when a DeviceBuffer the graph names has been freed
+  // since its capture; one compare while no named buffer was freed. Every host launch asks.
+  void check_buffers(std::string_view op) {
+    if (!named_.empty() && named_seen_ != named_buffers_freed.load(std::memory_order_relaxed)) [[unlikely]]
+      check_named(op);
   }
 
   [[nodiscard]] bool stages() const noexcept { return ring_ && ring_->stages(); }
@@ -177,13 +183,15 @@ private:
 
   void take(Executable& o) noexcept;
 
+  // The DeviceBuffers capture `c` (held in graph_) names; none where the search fails.
+  [[nodiscard]] std::vector<NamedBuffer> name_buffers(const Captured& c) const noexcept;
   // Refuses the launch when a DeviceBuffer the graph names has been freed since its capture
   // (some named buffer was freed: named_buffers_freed moved); else notes the count seen.
   void check_named(std::string_view op);
   // Node `index`'s buffers are now those `p` names (its kernel's parameters laid out as
-  // `layout` says; none where unknown).
+  // `layout` says; none where unknown; none where they cannot be found, out of memory).
   void rename_node(std::size_t index, const cudaKernelNodeParams& p,
-                   const std::optional<std::vector<KernelArgs::Param>>& layout);
+                   const std::optional<std::vector<KernelArgs::Param>>& layout) noexcept;
 
   // A kernel set_kernel_args has set: its function (kernel_function) and parameters' layout.
   struct KnownKernel {

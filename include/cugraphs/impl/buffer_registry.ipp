@@ -54,10 +54,16 @@ CUGRAPHS_INLINE void BufferRegistry::name(std::span<const std::uint64_t> words, 
   }
 }
 
-CUGRAPHS_INLINE bool BufferRegistry::alive(const NamedBuffer& b) const {
+CUGRAPHS_INLINE const NamedBuffer* BufferRegistry::first_gone(std::span<const NamedBuffer> named) const {
   std::lock_guard lock(m_);
-  const auto it = buffers_.find(b.base);
-  return it != buffers_.end() && it->second.id == b.id;
+  std::uint64_t last = 0;  // entries of one buffer often follow each other
+  for (const NamedBuffer& b : named) {
+    if (b.id == last) continue;
+    const auto it = buffers_.find(b.base);
+    if (it == buffers_.end() || it->second.id != b.id) return &b;
+    last = b.id;
+  }
+  return nullptr;
 }
 
 }  // namespace cugraphs::detail

@@ -167,6 +167,10 @@ CUGRAPHS_INLINE void Graph::replay(cudaStream_t stream) {
   core_->exec.launch(stream, core_->pool, detail::no_inputs, "Graph::replay");
 }
 
+CUGRAPHS_INLINE void Graph::check_buffers(std::string_view op) {
+  if (core_ && core_->exec.instantiated()) core_->exec.check_buffers(op);
+}
+
 CUGRAPHS_INLINE UpdateResult Graph::update(Graph&& source, const UpdateOptions& opts) {
   constexpr std::string_view op = "Graph::update";
   if (&source == this) detail::throw_misuse(op, "a graph cannot be updated from itself");

@@ -32,7 +32,7 @@ CUGRAPHS_INLINE void Executable::hold(Captured&& c, const Pool* pool, std::uint6
     }
     // Read before the graph is searched: a buffer freed meanwhile is asked about at the first launch.
     named_seen_ = named_buffers_freed.load(std::memory_order_relaxed);
-    if (c.watch_buffers) named_ = named_buffers(graph_->graph, c.conditionals, "Graph::capture_end (buffers named)");
+    if (c.watch_buffers) named_ = name_buffers(c);
   } CUGRAPHS_CATCH_ALL {
     graph_.reset();
     CUGRAPHS_RETHROW;
@@ -45,6 +45,20 @@ CUGRAPHS_INLINE void Executable::hold(Captured&& c, const Pool* pool, std::uint6
   per_launch_asked_ = c.per_launch;
   watch_buffers_ = c.watch_buffers;
   LastCapture::instance().set(graph_);
+}
+
+CUGRAPHS_INLINE std::vector<NamedBuffer> Executable::name_buffers(const Captured& c) const noexcept {
+  CUGRAPHS_TRY {
+    auto named = named_buffers(graph_->graph, c.conditionals, "Graph::capture_end (buffers named)");
+    // The NCCL collectives' buffers, which their kernels' arguments do not hold.
+    std::vector<std::uint64_t> words;
+    for (const auto& [at, bytes] : c.collective_buffers) words.push_back(at);
+    BufferRegistry::instance().name(words, NamedBuffer::kNested, named);
+    return named;
+  } CUGRAPHS_CATCH_ALL {
+    (void)cudaGetLastError();
+    return {};  // a search that failed (out of memory, a query refused) leaves the graph unwatched
+  }
 }
 
 CUGRAPHS_INLINE void Executable::instantiate() {
@@ -171,50 +185,56 @@ CUGRAPHS_INLINE void Executable::set_kernel_params(std::uint64_t capture, std::s
 }
 
 CUGRAPHS_INLINE void Executable::rename_node(std::size_t index, const cudaKernelNodeParams& p,
-    const std::optional<std::vector<KernelArgs::Param>>& layout) {
+    const std::optional<std::vector<KernelArgs::Param>>& layout) noexcept {
+  if (!watch_buffers_) return;
   BufferRegistry& registry = BufferRegistry::instance();
   const auto by_node = [](const NamedBuffer& b, std::size_t n) { return b.node < n; };
   const auto first = std::lower_bound(named_.begin(), named_.end(), index, by_node);
   auto last = first;
   while (last != named_.end() && last->node == index) ++last;
-  if (!watch_buffers_ || (first == last && registry.empty())) return;
-  std::vector<NamedBuffer> now;
-  if (layout && (p.kernelParams != nullptr || layout->empty())) {
-    std::vector<std::uint64_t> words;
-    argument_words(p.kernelParams, *layout, words);
-    registry.name(words, index, now);
+  if (first == last && registry.empty()) return;
+  // Scratch kept by the thread: a per-step scalar set this way allocates nothing.
+  thread_local std::vector<std::uint64_t> words;
+  thread_local std::vector<NamedBuffer> now;
+  CUGRAPHS_TRY {
+    words.clear();
+    now.clear();
+    if (layout && (p.kernelParams != nullptr || layout->empty())) {
+      argument_words(p.kernelParams, *layout, words);
+      registry.name(words, index, now);
+    }
+    // The same buffers (a scalar changed): nothing moves.
+    if (std::equal(first, last, now.begin(), now.end(),
+                   [](const NamedBuffer& a, const NamedBuffer& b) { return a.id == b.id; }))
+      return;
+    const auto at = named_.erase(first, last);
+    named_.insert(at, now.begin(), now.end());
+  } CUGRAPHS_CATCH_ALL {
+    // Out of memory: the node is left unwatched rather than watched for buffers it no longer names.
+    std::erase_if(named_, [&](const NamedBuffer& b) { return b.node == index; });
   }
-  // The same buffers (a scalar changed, say): nothing moves.
-  if (std::equal(first, last, now.begin(), now.end(),
-                 [](const NamedBuffer& a, const NamedBuffer& b) { return a.id == b.id; }))
-    return;
-  const auto at = named_.erase(first, last);
-  named_.insert(at, now.begin(), now.end());
 }
 
 CUGRAPHS_INLINE void Executable::check_named(std::string_view op) {
   const std::uint64_t seen = named_buffers_freed.load(std::memory_order_relaxed);
-  const BufferRegistry& registry = BufferRegistry::instance();
-  std::vector<std::uint64_t> checked;
-  for (const NamedBuffer& b : named_) {
-    if (std::ranges::find(checked, b.id) != checked.end()) continue;
-    checked.push_back(b.id);
-    if (registry.alive(b)) continue;
-    std::string node = "a node inside a child graph or a conditional body";
-    if (b.node != NamedBuffer::kNested) {
-      std::lock_guard lock(graph_->m);
-      const auto nodes = graph_nodes(graph_->graph, op);
-      node = format("node {} ({})", b.node, b.node < nodes.size() ? describe_node(nodes[b.node]) : "a node");
-    }
-    throw_misuse(op, "the graph names a DeviceBuffer that has been freed since its capture ({} bytes at {}, named "
-                     "by {}): its replays would read and write whatever the allocator has put there since (often "
-                     "the buffer that replaced it, by chance). Keep the buffer alive as long as the graph and write "
-                     "new values into it (copy_from_host, a copy on the replay's stream) instead of replacing it; or "
-                     "point the node at the new buffer (Graph::set_kernel_args), or capture again (Graph::update, "
-                     "capture_or_update). Nothing was launched",
-                 b.bytes, reinterpret_cast<const void*>(b.base), node);
+  const NamedBuffer* gone = BufferRegistry::instance().first_gone(named_);
+  if (gone == nullptr) {
+    named_seen_ = seen;
+    return;
   }
-  named_seen_ = seen;
+  std::string node = "a node inside a child graph or a conditional body, or an NCCL collective";
+  if (gone->node != NamedBuffer::kNested) {
+    std::lock_guard lock(graph_->m);
+    const auto nodes = graph_nodes(graph_->graph, op);
+    node = format("node {} ({})", gone->node, gone->node < nodes.size() ? describe_node(nodes[gone->node]) : "a node");
+  }
+  throw_misuse(op, "the graph names a DeviceBuffer that has been freed since its capture ({} bytes at {}, named by "
+                   "{}): its replays would read and write whatever the allocator has put there since (often the "
+                   "buffer that replaced it, by chance). Keep the buffer alive as long as the graph and write new "
+                   "values into it (copy_from_host, a copy on the replay's stream) instead of replacing it; or point "
+                   "the node at the new buffer (Graph::set_kernel_args), or capture again (Graph::update, "
+                   "capture_or_update; a graphed callable made again, a GraphCache cleared). Nothing was launched",
+               gone->bytes, reinterpret_cast<const void*>(gone->base), node);
 }
 
 CUGRAPHS_INLINE void Executable::reset() noexcept {

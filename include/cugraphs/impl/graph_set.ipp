@@ -15,6 +15,7 @@ namespace cugraphs {
 CUGRAPHS_INLINE void GraphSet::replay() {
   constexpr std::string_view op = "GraphSet::replay";
   if (members_.empty()) detail::throw_misuse(op, "nothing has been captured into this set; call capture() first");
+  for (auto& m : members_) m.graph.check_buffers(op);  // all or none launched (collectives would wait)
   for (auto& m : members_) {
     detail::DeviceGuard on(m.device);
     m.graph.replay(m.stream);
@@ -36,6 +37,7 @@ CUGRAPHS_INLINE void GraphSet::replay(std::span<const cudaStream_t> streams) {
                                "was launched",
                            i, d, i, members_[i].device);
   }
+  for (auto& m : members_) m.graph.check_buffers(op);
   for (std::size_t i = 0; i < streams.size(); ++i) {
     detail::DeviceGuard on(members_[i].device);
     members_[i].graph.replay(streams[i]);
