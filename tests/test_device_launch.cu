@@ -237,6 +237,20 @@ TEST_CASE("DeviceDispatch: a key written by a kernel picks the smallest bucket t
   const std::vector<Graph*> pointers = pointers_to(buckets);
   const auto misuse = expect_error([&] { cugraphs::DeviceDispatch bad(pointers, std::array<unsigned, 3>{4, 4, 8}, key.data()); });
   CHECK(contains(misuse.what(), "ascend strictly"));
+
+  // A bucket's graph names a buffer freed since its capture: the dispatch refuses, as the
+  // bucket's own replay would (the device launches the buckets, and checks nothing). Before:
+  // the bucket wrote into the freed buffer, silently.
+  DeviceBuffer<unsigned> flag(1);
+  std::vector<Graph> named = flagging_buckets(flag, 2);
+  const std::vector<Graph*> named_pointers = pointers_to(named);
+  cugraphs::DeviceDispatch watched(named_pointers, std::array<unsigned, 2>{4, 16}, key.data());
+  watched.replay();
+  flag = DeviceBuffer<unsigned>(1);
+  const auto freed = expect_error([&] { watched.replay(); });
+  CHECK(contains(freed.what(), "DeviceDispatch::replay: the graph names a DeviceBuffer that has been freed since its "
+                               "capture (4 bytes at"));
+  cugraphs::check(cudaStreamSynchronize(cugraphs::current_stream()), "sync");
 }
 
 namespace {

@@ -212,7 +212,8 @@ public:
   void debug_dump(const std::string& path) const;
 
 private:
-  friend class GraphSet;  // checks every member's buffers before it launches any (check_buffers)
+  friend class GraphSet;        // checks every member's buffers before it launches any (check_buffers)
+  friend class DeviceDispatch;  // checks its buckets' buffers, which the device launches
 
   [[noreturn]] void not_replayable(std::string_view op) const;
   // Refuses, as replay would, a graph that names a DeviceBuffer freed since its capture.

@@ -137,6 +137,7 @@ public:
       if (buckets[i] == nullptr) detail::throw_misuse(op, "bucket graph {} is null", i);
       graphs.push_back(buckets[i]->device_graph());  // refuses a graph not made for device launch
     }
+    buckets_.assign(buckets.begin(), buckets.end());
     const std::size_t n = graphs.size();
     graphs_ = detail::PrivateArray<DeviceGraph>(n, op);
     bounds_ = detail::PrivateArray<unsigned>(n, op);
@@ -173,9 +174,13 @@ public:
   }
 
   /// Launches the dispatcher on this thread's current_stream().
-  void replay() { dispatcher_.replay(); }
-  /// Launches the dispatcher on `stream`.
-  void replay(cudaStream_t stream) { dispatcher_.replay(stream); }
+  void replay() { replay(current_stream()); }
+  /// Launches the dispatcher on `stream`. Refused, as a bucket's own replay would be, while
+  /// a bucket's graph names a DeviceBuffer freed since its capture (CaptureOptions::watch_buffers).
+  void replay(cudaStream_t stream) {
+    for (Graph* g : buckets_) g->check_buffers("DeviceDispatch::replay");
+    dispatcher_.replay(stream);
+  }
 
   /// Throws the first failure since the last check (a key above the largest bound, a
   /// refused device-side launch) and forgets it: call it after synchronizing.
@@ -206,6 +211,7 @@ private:
   detail::PrivateArray<DeviceGraph> graphs_;
   detail::PrivateArray<unsigned> bounds_;
   detail::PrivateArray<int> status_;
+  std::vector<Graph*> buckets_;  // for their buffer checks (replay)
   DispatchTable table_;
   unsigned largest_ = 0;
   int device_ = 0;
