@@ -207,6 +207,12 @@ CUGRAPHS_INLINE void Executable::rename_node(std::size_t index, const cudaKernel
     if (std::equal(first, last, now.begin(), now.end(),
                    [](const NamedBuffer& a, const NamedBuffer& b) { return a.id == b.id; }))
       return;
+    // In place where the node names as many buffers as before (a pointer swapped for
+    // another): a graph of many nodes is not moved at every call.
+    if (static_cast<std::size_t>(last - first) == now.size()) {
+      std::copy(now.begin(), now.end(), first);
+      return;
+    }
     const auto at = named_.erase(first, last);
     named_.insert(at, now.begin(), now.end());
   } CUGRAPHS_CATCH_ALL {
