@@ -13,6 +13,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -36,8 +37,14 @@ inline bool have_device(const char* name) {
 }
 
 // Where the figures go: the first argument, else NAME.json.
+// Whether the program's first argument names the JSON file (it ends in ".json"); anything
+// else there is not taken for a path (`bench_suite rng` runs the rng section, into the
+// default file, rather than writing a file named "rng").
+inline bool json_given(int argc, char** argv) {
+  return argc > 1 && std::string_view(argv[1]).ends_with(".json");
+}
 inline std::string json_path(int argc, char** argv, const char* name) {
-  return argc > 1 ? std::string(argv[1]) : std::string(name) + ".json";
+  return json_given(argc, argv) ? std::string(argv[1]) : std::string(name) + ".json";
 }
 
 inline double median(std::vector<double> v) {

@@ -1,7 +1,8 @@
 // The benchmark suite: every cugraphs figure beside its raw CUDA baseline, measured in one
 // run, printed as tables with ratios and the issue's goals, and written to one JSON file
 // (tools/plot-perf turns it, with bench_suite_torch.py's file, into plots and tables).
-//   bench_suite [FIGURES.json [SECTION...]]
+//   bench_suite [FIGURES.json] [SECTION...]
+// The figures go to FIGURES.json (a first argument ending in .json), else bench_suite.json.
 // Sections: replay capture eager graphed conditional rng memory training update buckets pdl
 // device_launch (default: all, in that order). CUGRAPHS_BENCH_SCALE scales the repetitions (0.2 for a
 // quick look).
@@ -30,7 +31,7 @@ int main(int argc, char** argv) {
       {"memory", memory_section}, {"training", training_section}, {"update", update_section},
       {"buckets", buckets_section}, {"pdl", pdl_section},
       {"device_launch", device_launch_section}};
-  std::vector<std::string_view> wanted(argv + std::min(argc, 2), argv + argc);
+  std::vector<std::string_view> wanted(argv + (json_given(argc, argv) ? 2 : 1), argv + argc);
   for (const auto w : wanted) {
     bool known = false;
     for (const auto& s : sections) known = known || s.first == w;
