@@ -36,13 +36,13 @@ inline bool have_device(const char* name) {
   return true;
 }
 
-// Where the figures go: the first argument, else NAME.json.
 // Whether the program's first argument names the JSON file (it ends in ".json"); anything
 // else there is not taken for a path (`bench_suite rng` runs the rng section, into the
 // default file, rather than writing a file named "rng").
 inline bool json_given(int argc, char** argv) {
   return argc > 1 && std::string_view(argv[1]).ends_with(".json");
 }
+// Where the figures go: the first argument when it names the JSON file, else NAME.json.
 inline std::string json_path(int argc, char** argv, const char* name) {
   return json_given(argc, argv) ? std::string(argv[1]) : std::string(name) + ".json";
 }

@@ -437,6 +437,8 @@ bool walk_nodes(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
 // mode; leaves no error behind.
 [[nodiscard]] std::vector<NamedBuffer> named_buffers(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
                                                      std::string_view op);
+// Appends the 8-byte words of `bytes` (a trailing part shorter than 8 bytes is left).
+void append_words(std::span<const std::byte> bytes, std::vector<std::uint64_t>& out);
 // Appends the 8-byte words of a kernel's arguments, `args` laid out as `params` says.
 void argument_words(void* const* args, std::span<const KernelArgs::Param> params, std::vector<std::uint64_t>& out);
 

@@ -673,16 +673,18 @@ CUGRAPHS_INLINE void wait_end_event(cudaEvent_t e, std::string_view op) noexcept
   }
 }
 
+CUGRAPHS_INLINE void append_words(std::span<const std::byte> bytes, std::vector<std::uint64_t>& out) {
+  for (std::size_t at = 0; at + 8 <= bytes.size(); at += 8) {
+    std::uint64_t w = 0;
+    std::memcpy(&w, bytes.data() + at, sizeof w);
+    out.push_back(w);
+  }
+}
+
 CUGRAPHS_INLINE void argument_words(void* const* args, std::span<const KernelArgs::Param> params,
                                     std::vector<std::uint64_t>& out) {
-  for (std::size_t i = 0; i < params.size(); ++i) {
-    const auto* bytes = static_cast<const std::byte*>(args[i]);
-    for (std::size_t at = 0; at + 8 <= params[i].size; at += 8) {
-      std::uint64_t w = 0;
-      std::memcpy(&w, bytes + at, sizeof w);
-      out.push_back(w);
-    }
-  }
+  for (std::size_t i = 0; i < params.size(); ++i)
+    append_words({static_cast<const std::byte*>(args[i]), params[i].size}, out);
 }
 
 CUGRAPHS_INLINE std::vector<NamedBuffer> named_buffers(cudaGraph_t g,
@@ -694,13 +696,6 @@ CUGRAPHS_INLINE std::vector<NamedBuffer> named_buffers(cudaGraph_t g,
   // Each kernel's layout, asked once (a graph runs few kernels many times).
   std::vector<std::pair<const void*, std::optional<std::vector<KernelArgs::Param>>>> layouts;
   std::vector<std::uint64_t> words;
-  const auto span_words = [&](std::span<const std::byte> bytes) {
-    for (std::size_t at = 0; at + 8 <= bytes.size(); at += 8) {
-      std::uint64_t w = 0;
-      std::memcpy(&w, bytes.data() + at, sizeof w);
-      words.push_back(w);
-    }
-  };
   const auto kernel_words = [&](cudaGraphNode_t n) {
     cudaKernelNodeParams p{};
     if (cudaGraphKernelNodeGetParams(n, &p) == cudaSuccess && p.func != nullptr && p.extra == nullptr) {
@@ -713,7 +708,7 @@ CUGRAPHS_INLINE std::vector<NamedBuffer> named_buffers(cudaGraph_t g,
     }
     (void)cudaGetLastError();
     if (const auto blobs = driver_kernel_args(n))  // a library's kernel (cuBLAS's)
-      for (const auto& b : *blobs) span_words(b);
+      for (const auto& b : *blobs) append_words(b, words);
   };
   const auto copy_words = [&](const cudaMemcpy3DParms& p) {
     if (p.srcArray == nullptr) words.push_back(reinterpret_cast<std::uintptr_t>(p.srcPtr.ptr));
@@ -722,7 +717,7 @@ CUGRAPHS_INLINE std::vector<NamedBuffer> named_buffers(cudaGraph_t g,
   };
   const auto set_words = [&](const cudaMemsetParams& p) { words.push_back(reinterpret_cast<std::uintptr_t>(p.dst)); };
   const auto nested_kernel = [&](std::span<const std::span<const std::byte>> params) {
-    for (const auto bytes : params) span_words(bytes);
+    for (const auto bytes : params) append_words(bytes, words);
     return true;
   };
   const auto nodes = graph_nodes(g, op);
