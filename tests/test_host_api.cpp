@@ -2,6 +2,7 @@
 // errors a Graph reports before it ever reaches the CUDA runtime.
 #include "testing.hpp"
 
+#include <cugraphs/detail/kernel_args.hpp>
 #include <cugraphs/graph.hpp>
 
 #include <cstdint>
@@ -248,4 +249,28 @@ TEST_CASE("RNG: a warm-up gives its draws back only to generators nothing else m
   CHECK(b.offset() == 12);  // kept: 4 to 8 are the other thread's
   CHECK(c.offset() == 8);
   CHECK(a.seed() == 5);
+}
+
+TEST_CASE("cuRAND's host-API kernels whose replays repeat are told from its others and from a program's own "
+          "kernels by their mangled names",
+          "[curand]") {
+  using cugraphs::detail::is_curand_host_kernel_name;
+  // Names as libcurand (CUDA 13.0) has them: Sobol's generation, MT19937's conversion.
+  CHECK(is_curand_host_kernel_name("_Z9gen_quasiI24__curandStateSharedSobolIjEfiXadL_Z22_curand_uniform_noargsjiEE10rng_"
+                                   "configIS1_L14curandOrdering101EEEvPT0_mjjyPKNT_10value_typeET1_"));
+  CHECK(is_curand_host_kernel_name("_Z23mt19937_scratch_convertIfEvPjPT_i"));
+  // Generators that advance on the device (their replays draw afresh), a program's own kernel
+  // on cuRAND's device API, a namespaced kernel, a kernel of that name that takes no
+  // curandState, names that are not mangled or are cut short.
+  CHECK_FALSE(is_curand_host_kernel_name("_Z20gen_sequenced_PhiloxI24curandStatePhilox4_32_106float4iXadL_Z28curand_"
+                                         "uniform_noargs_philoxIS0_ES1_PT_iEELb0ELi128EEvS4_PT0_mmT1_"));
+  CHECK_FALSE(is_curand_host_kernel_name("_Z13gen_sequencedI17curandStateXORWOWfiXadL_Z21curand_uniform_noargsIS0_EfPT_"
+                                         "iEE10rng_configIS0_L14curandOrdering101EEEvS3_PT0_mmT1_"));
+  CHECK_FALSE(is_curand_host_kernel_name("_Z12setup_statesP24curandStatePhilox4_32_10my"));
+  CHECK_FALSE(is_curand_host_kernel_name("_ZN12_GLOBAL__N_19gen_quasiEP24__curandStateSharedSobolIjE"));
+  CHECK_FALSE(is_curand_host_kernel_name("_Z9gen_quasiPfm"));
+  CHECK_FALSE(is_curand_host_kernel_name("gen_quasi"));
+  CHECK_FALSE(is_curand_host_kernel_name("_Z99gen_quasi"));
+  CHECK_FALSE(is_curand_host_kernel_name("_Z"));
+  CHECK_FALSE(is_curand_host_kernel_name(""));
 }

@@ -33,7 +33,9 @@ enum class CaptureMode { Global, ThreadLocal, Relaxed };
 /// graph. Auto: On in CaptureMode::Global, Off in ThreadLocal and Relaxed (whose point is to
 /// let other threads go on). Where the check is on, capture_end also refuses a copy of plain
 /// pageable host memory (cudaErrorInvalidValue, naming the memcpy node): every replay would
-/// copy from or into that address when it runs, when a stack variable is long gone.
+/// copy from or into that address when it runs, when a stack variable is long gone; and a
+/// kernel of cuRAND's host API (curandGenerate* called inside the capture), which would draw
+/// the same numbers at every replay.
 enum class EscapeCheck { Auto, On, Off };
 
 /// How a capture begins. The defaults capture on this thread's capture_stream() of the

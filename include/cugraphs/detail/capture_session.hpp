@@ -61,7 +61,7 @@ public:
   DriverLog log;                                  // the driver's log position at capture_begin
   bool updatable_nodes = false;                   // launch_updatable captured a node here
   PerLaunch per_launch = PerLaunch::Auto;         // how launches get their values (CaptureOptions)
-  bool check_copies = true;                       // refuse copies of pageable host memory (EscapeCheck)
+  bool check_copies = true;                       // refuse pageable copies, cuRAND host kernels (EscapeCheck)
   bool allow_empty = false;                       // keep a capture that recorded no work (CaptureOptions)
   bool watch_buffers = true;                      // launches check the buffers named (CaptureOptions)
 

@@ -105,14 +105,22 @@ struct ConditionalMade {
 [[nodiscard]] bool plain_pageable(const void* p,
                                   std::span<const std::pair<std::uintptr_t, std::size_t>> excluded) noexcept;
 
-// The first copy in `g` (or in a child graph or a conditional body of `conditionals`, at
-// any depth) that reads or writes plain pageable host memory, described; none when there is
-// none. Addresses a memory-allocation node of `g` hands out count as device memory (they are
-// not backed yet when a capture has just ended), and so does a side the copy's kind names as
-// device memory; a node that cannot be read is passed over. The queries run in relaxed
-// capture mode and leave no error behind.
-[[nodiscard]] std::optional<std::string> pageable_copy(cudaGraph_t g,
-                                                       const std::vector<ConditionalMade>& conditionals) noexcept;
+// What a finished capture holds that no replay could do right, found in one walk of `g` and
+// of its child graphs and the bodies of `conditionals`, at any depth (the walk stops at the
+// first pageable copy):
+//  - `pageable`: a copy that reads or writes plain pageable host memory, described.
+//    Addresses a memory-allocation node of `g` hands out count as device memory (they are not
+//    backed yet when a capture has just ended), and so does a side the copy's kind names as
+//    device memory.
+//  - `curand`: a kernel of cuRAND's host API (curand_host_kernel), described: the
+//    generator's position is its argument, so every replay draws the same numbers.
+// A node that cannot be read is passed over. The queries run in relaxed capture mode and leave
+// no error behind.
+struct CaptureAudit {
+  std::optional<std::string> pageable;
+  std::optional<std::string> curand;
+};
+[[nodiscard]] CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals) noexcept;
 
 // What a capturing stream will attach its next node to.
 struct CaptureInfo {

@@ -17,6 +17,8 @@
 #include <cstring>
 #include <optional>
 #include <span>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace cugraphs::detail {
@@ -89,6 +91,15 @@ struct KernelParamBytes {
 };
 // None where neither can read them; `runtime` false asks the driver only.
 [[nodiscard]] std::optional<KernelParamBytes> kernel_param_bytes(cudaGraphNode_t node, bool runtime = true);
+
+// Whether kernel node `node` runs one of cuRAND's host-API kernels whose replays draw the same
+// numbers (is_curand_host_kernel_name); the kernel's mangled name in `name` where it does.
+// Asked of the driver, which names a library's kernels too; each function is named once a
+// process. False where it cannot be asked (CUDA before 12.5 at build time). Leaves no error.
+[[nodiscard]] bool curand_host_kernel(cudaGraphNode_t node, std::string& name) noexcept;
+// Whether mangled kernel name `name` is a kernel of cuRAND's host API that a replay runs with
+// the generator's position of the capture: a quasi-random (Sobol) generator's, MT19937's.
+[[nodiscard]] bool is_curand_host_kernel_name(std::string_view name) noexcept;
 
 // A kernel node that this runtime cannot name (launched through the driver API, by a library
 // such as cuBLAS), read through the driver: its launch as KernelArgs, whose function is null,

@@ -60,9 +60,13 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   bool clean = e == cudaSuccess && c.graph != nullptr && !per_thread_escape && !watched_escape;
   // A copy of pageable host memory: every replay would read (or write) that address when it
   // runs, long after the eager call would have staged it, when a stack variable is gone.
-  std::optional<std::string> pageable;
-  if (clean && check_copies) pageable = pageable_copy(c.graph, frames.made());
-  clean = clean && !pageable;
+  // A kernel of cuRAND's host API (curandGenerate* called inside the capture) of a generator
+  // that does not advance on the device: every replay would draw the numbers drawn here.
+  CaptureAudit audit;
+  if (clean && check_copies) audit = audit_capture(c.graph, frames.made());
+  const std::optional<std::string>& pageable = audit.pageable;
+  const std::optional<std::string>& curand = audit.curand;
+  clean = clean && !pageable && !curand;
   // Random numbers drawn before the capture and handed to one of its kernels: every replay
   // would draw the same numbers.
   std::optional<std::pair<std::uint64_t, std::uint64_t>> frozen;
@@ -98,6 +102,16 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   if (watched_escape)
     throw_error(cudaErrorStreamCaptureUnjoined, op, "{}", watched_escape_message(guard_.watched(), guard_.watched_escape()));
   if (pageable) throw_error(cudaErrorInvalidValue, op, "{}", pageable_copy_message(*pageable));
+  if (curand)
+    throw_misuse(op, "{}, a kernel of cuRAND's host API (curandGenerate* called inside the capture) whose "
+                     "generator does not advance on the device (a quasi-random Sobol generator, which passes "
+                     "its position as the kernel's argument; MT19937, which generates at the call and captures "
+                     "only a conversion): every replay would draw the numbers drawn at capture. Draw with "
+                     "cugraphs::Generator (Generator::philox in the captured step, rng::unpack and curand_init "
+                     "in the kernel: docs/rng.md), or with a cuRAND generator that keeps its states on the "
+                     "device (XORWOW, the default; Philox; MRG32K3A; MTGP32); EscapeCheck::Off keeps the fixed "
+                     "numbers",
+                 *curand);
   if (frozen)
     throw_misuse(op, "a kernel of the capture takes random numbers drawn outside it (a PhiloxArgs of seed {} and "
                      "offset {}, drawn by Generator::philox on this thread before the capture began): every replay "

@@ -6,6 +6,7 @@
 #include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/config.hpp>
 #include <cugraphs/detail/device.hpp>
+#include <cugraphs/detail/kernel_args.hpp>
 
 #include <algorithm>
 #include <cstdlib>
@@ -236,22 +237,27 @@ CUGRAPHS_INLINE bool plain_pageable(const void* p,
          std::ranges::none_of(excluded, [&](const auto& r) { return address - r.first < r.second; });
 }
 
-CUGRAPHS_INLINE std::optional<std::string> pageable_copy(cudaGraph_t g,
-    const std::vector<ConditionalMade>& conditionals) noexcept {
+CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals) noexcept {
   RelaxedCaptureMode relaxed;  // another capture may be open on this thread or, in Global mode, on others
   // The allocations of g's memory-allocation nodes, found once (those that can be read).
   graph_queries_detail::Ranges allocations;
   (void)graph_queries_detail::try_graph_allocations(g, allocations);
   const auto pageable = [&](const void* p) { return plain_pageable(p, allocations); };
-  std::optional<std::string> found;
+  CaptureAudit found;
+  std::string name;
   // A node that cannot be read (a kind of copy this runtime does not describe) is passed over.
   const auto walk = [&](const auto& self, cudaGraph_t graph, std::string_view where) -> void {
     std::vector<cudaGraphNode_t> nodes;
     if (graph_queries_detail::try_graph_nodes(graph, false, nodes) != cudaSuccess) return;
-    for (std::size_t i = 0; i < nodes.size() && !found; ++i) {
+    // A pageable copy is reported before a cuRAND kernel (its Error comes first): the walk
+    // goes on past a kernel found, and stops at the first copy.
+    for (std::size_t i = 0; i < nodes.size() && !found.pageable; ++i) {
       cudaGraphNodeType t{};
       if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
-      if (t == cudaGraphNodeTypeMemcpy) {
+      if (t == cudaGraphNodeTypeKernel) {
+        if (!found.curand && curand_host_kernel(nodes[i], name))
+          found.curand = format("kernel node {}{} runs {}", i, where, graph_queries_detail::demangled(name.c_str()));
+      } else if (t == cudaGraphNodeTypeMemcpy) {
         cudaMemcpy3DParms p{};
         if (cudaGraphMemcpyNodeGetParams(nodes[i], &p) != cudaSuccess) continue;
         const std::size_t bytes = p.extent.width * std::max<std::size_t>(p.extent.height, 1) *
@@ -262,11 +268,11 @@ CUGRAPHS_INLINE std::optional<std::string> pageable_copy(cudaGraph_t g,
         const bool src_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyDeviceToHost;
         const bool dst_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyHostToDevice;
         if (src_host && p.srcArray == nullptr && pageable(p.srcPtr.ptr))
-          found = format("memcpy node {}{}: {} bytes from host address {} reads plain pageable host memory", i,
-                         where, bytes, p.srcPtr.ptr);
+          found.pageable = format("memcpy node {}{}: {} bytes from host address {} reads plain pageable host memory",
+                                  i, where, bytes, p.srcPtr.ptr);
         else if (dst_host && p.dstArray == nullptr && pageable(p.dstPtr.ptr))
-          found = format("memcpy node {}{}: {} bytes to host address {} writes plain pageable host memory", i,
-                         where, bytes, p.dstPtr.ptr);
+          found.pageable = format("memcpy node {}{}: {} bytes to host address {} writes plain pageable host memory",
+                                  i, where, bytes, p.dstPtr.ptr);
       } else if (cudaGraph_t child = nullptr;
                  t == cudaGraphNodeTypeGraph && cudaGraphChildGraphNodeGetGraph(nodes[i], &child) == cudaSuccess) {
         self(self, child, " of a child graph");
@@ -280,7 +286,11 @@ CUGRAPHS_INLINE std::optional<std::string> pageable_copy(cudaGraph_t g,
 #endif
     }
   };
-  walk(walk, g, "");
+  CUGRAPHS_TRY {
+    walk(walk, g, "");
+  } CUGRAPHS_CATCH_ALL {
+    // Out of memory while describing: whatever was found stands.
+  }
   (void)cudaGetLastError();  // the queries' own failures are not the caller's
   return found;
 }

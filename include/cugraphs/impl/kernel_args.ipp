@@ -6,6 +6,9 @@
 #include <cugraphs/detail/kernel_args.hpp>
 #include <cugraphs/config.hpp>
 
+#include <mutex>
+#include <unordered_map>
+
 #include <cuda.h>  // types only: the driver is reached through the runtime's entry points
 
 namespace cugraphs::detail {
@@ -158,6 +161,69 @@ CUGRAPHS_INLINE std::optional<std::vector<std::vector<std::byte>>> driver_kernel
 #else
   (void)node;
   return std::nullopt;
+#endif
+}
+
+CUGRAPHS_INLINE bool is_curand_host_kernel_name(std::string_view name) noexcept {
+  // _Z<length><base>...: the kernels of cuRAND's generators whose replays repeat
+  // (tools/diagnostics/curand_host_capture.cu, H100, CUDA 13.0): the quasi-random (Sobol)
+  // generators take their position as an argument; MT19937 generates on the host's call and
+  // captures only the conversion of what it generated. A program's own kernel (one that takes
+  // a curandState: the device API) has another base name. XORWOW, MRG32K3A, MTGP32 and Philox
+  // keep their states in device memory: their replays draw fresh numbers.
+  if (!name.starts_with("_Z")) return false;
+  std::size_t at = 2, length = 0;
+  for (; at < name.size() && name[at] >= '0' && name[at] <= '9' && length < name.size(); ++at)
+    length = length * 10 + static_cast<std::size_t>(name[at] - '0');
+  if (at == 2 || length > name.size() - at) return false;
+  const std::string_view base = name.substr(at, length);
+  if (base == "mt19937_scratch_convert") return true;
+  return (base == "gen_quasi" || base == "gen_quasi_scrambled") &&
+         name.find("curandState", at + length) != std::string_view::npos;
+}
+
+CUGRAPHS_INLINE bool curand_host_kernel(cudaGraphNode_t node, std::string& name) noexcept {
+#if CUGRAPHS_CTK_AT_LEAST(12, 5)
+  using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
+  using FuncName = CUresult (*)(const char**, CUfunction);
+  using KernelName = CUresult (*)(const char**, CUkernel);
+  static const auto get = reinterpret_cast<GetParams>(driver_query_entry("cuGraphKernelNodeGetParams"));
+  static const auto func_name = reinterpret_cast<FuncName>(driver_query_entry("cuFuncGetName"));
+  static const auto kernel_name = reinterpret_cast<KernelName>(driver_query_entry("cuKernelGetName"));
+  CUDA_KERNEL_NODE_PARAMS p{};
+  if (get == nullptr || get(reinterpret_cast<CUgraphNode>(node), &p) != CUDA_SUCCESS) return false;
+  const void* key = p.func != nullptr ? static_cast<const void*>(p.func) : static_cast<const void*>(p.kern);
+  if (key == nullptr) return false;
+  const auto name_of = [&]() -> const char* {
+    const char* n = nullptr;
+    const CUresult r = p.func != nullptr ? (func_name ? func_name(&n, p.func) : CUDA_ERROR_NOT_SUPPORTED)
+                                         : (kernel_name ? kernel_name(&n, p.kern) : CUDA_ERROR_NOT_SUPPORTED);
+    return r == CUDA_SUCCESS ? n : nullptr;
+  };
+  // Each function's verdict, kept: a graph runs few functions, many times. A function found to
+  // be cuRAND's is named again (rare), so a handle reused after a module was unloaded cannot
+  // give a false finding.
+  static std::mutex m;
+  static std::unordered_map<const void*, bool> known;
+  CUGRAPHS_TRY {
+    std::lock_guard lock(m);
+    auto it = known.find(key);
+    if (it == known.end()) {
+      const char* n = name_of();
+      it = known.emplace(key, n != nullptr && is_curand_host_kernel_name(n)).first;
+    }
+    if (!it->second) return false;
+    const char* n = name_of();
+    if (n == nullptr || !is_curand_host_kernel_name(n)) return false;
+    name = n;
+    return true;
+  } CUGRAPHS_CATCH_ALL {
+    return false;
+  }
+#else
+  (void)node;
+  (void)name;
+  return false;
 #endif
 }
 
