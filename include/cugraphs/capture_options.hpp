@@ -34,8 +34,9 @@ enum class CaptureMode { Global, ThreadLocal, Relaxed };
 /// let other threads go on). Where the check is on, capture_end also refuses a copy of plain
 /// pageable host memory (cudaErrorInvalidValue, naming the memcpy node): every replay would
 /// copy from or into that address when it runs, when a stack variable is long gone; and a
-/// kernel of cuRAND's host API (curandGenerate* called inside the capture), which would draw
-/// the same numbers at every replay.
+/// kernel of cuRAND's host API (curandGenerate* called inside the capture) of a generator
+/// that does not advance on the device (quasi-random Sobol, MT19937), which would draw the
+/// same numbers at every replay.
 enum class EscapeCheck { Auto, On, Off };
 
 /// How a capture begins. The defaults capture on this thread's capture_stream() of the

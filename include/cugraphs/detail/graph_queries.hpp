@@ -112,8 +112,8 @@ struct ConditionalMade {
 //    Addresses a memory-allocation node of `g` hands out count as device memory (they are not
 //    backed yet when a capture has just ended), and so does a side the copy's kind names as
 //    device memory.
-//  - `curand`: a kernel of cuRAND's host API (curand_host_kernel), described: the
-//    generator's position is its argument, so every replay draws the same numbers.
+//  - `curand`: a kernel of cuRAND's host API whose replays draw the numbers drawn at
+//    capture (curand_host_kernel: a Sobol generator's, MT19937's), described.
 // A node that cannot be read is passed over. The queries run in relaxed capture mode and leave
 // no error behind.
 struct CaptureAudit {
