@@ -49,3 +49,4 @@ extern const int CUGRAPHS_DETAIL_STREAM_TAG = 1;
 #include <cugraphs/impl/staging.ipp>
 #include <cugraphs/impl/stream.ipp>
 #include <cugraphs/impl/update.ipp>
+#include <cugraphs/impl/verify.ipp>

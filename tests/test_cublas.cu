@@ -649,3 +649,47 @@ TEST_CASE("cublas: a graphed callable whose f runs its GEMM through a raw handle
   }
   cugraphs::cublas::check(cublasDestroy(mine), "cublasDestroy");
 }
+
+// The trap verify_replay exists for: in host pointer mode cuBLAS reads alpha at the call and
+// the capture keeps that value, so an optimizer's learning rate changed later is not seen by
+// any replay, silently. No check at capture time can tell; the eager step can.
+TEST_CASE("verify_replay: a cuBLAS scalar in host pointer mode, changed after the capture, is named; in device "
+          "pointer mode, written before each step, the replay follows it",
+          "[cublas][verify][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  auto a = filled(kSizeA, 11), b = filled(kSizeB, 12);
+  DeviceBuffer<float> c(kSizeC);
+  put_all(c, 0.0f);
+  Handle blas;
+  configure(blas);  // host pointer mode
+  float rate = 1.0f;
+  const auto host_scalar_step = [&](cudaStream_t) { sgemm(blas, plain(rate, 1.0f), a.data(), b.data(), c.data()); };
+  Graph g;
+  cugraphs::capture(g, host_scalar_step);
+  cugraphs::verify_replay(g, host_scalar_step, c);
+  rate = 0.5f;
+  const auto e = expect_error([&] { cugraphs::verify_replay(g, host_scalar_step, c); });
+  INFO(e.what());
+  CHECK(contains(e.what(), "state 0 (3072 x float at "));
+  CHECK(contains(e.what(), "cuBLAS scalar in host pointer mode"));
+
+  // The scalars in device memory: each replay reads them where the step reads them.
+  Handle device_scalars;
+  cugraphs::cublas::check(cublasSetPointerMode(device_scalars, CUBLAS_POINTER_MODE_DEVICE), "cublasSetPointerMode");
+  cugraphs::cublas::check(cublasSetMathMode(device_scalars, CUBLAS_DEFAULT_MATH), "cublasSetMathMode");
+  DeviceBuffer<float> alpha(1), beta(1);
+  put(alpha, 1.0f);
+  put(beta, 1.0f);
+  const auto device_scalar_step = [&](cudaStream_t) {
+    cugraphs::cublas::check(cublasSgemm(device_scalars, CUBLAS_OP_N, CUBLAS_OP_N, kM, kN, kK, alpha.data(), a.data(),
+                                        kM, b.data(), kK, beta.data(), c.data(), kM),
+                            "cublasSgemm");
+  };
+  Graph h;
+  cugraphs::capture(h, device_scalar_step);
+  for (const float r : {1.0f, 0.5f, 0.125f}) {
+    put(alpha, r);
+    cugraphs::verify_replay(h, device_scalar_step, c);
+  }
+}

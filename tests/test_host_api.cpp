@@ -2,11 +2,17 @@
 // errors a Graph reports before it ever reaches the CUDA runtime.
 #include "testing.hpp"
 
+// CUDA's 16-bit float types first: verify.hpp names them itself, and must agree with them.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include <cugraphs/detail/kernel_args.hpp>
 #include <cugraphs/graph.hpp>
 
+#include <bit>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <span>
 #include <string>
 #include <thread>
@@ -273,4 +279,89 @@ TEST_CASE("cuRAND's host-API kernels whose replays repeat are told from its othe
   CHECK_FALSE(is_curand_host_kernel_name("_Z99gen_quasi"));
   CHECK_FALSE(is_curand_host_kernel_name("_Z"));
   CHECK_FALSE(is_curand_host_kernel_name(""));
+}
+
+namespace {
+
+// The bytes of `values`.
+template <class T>
+std::vector<std::byte> bytes_of(const std::vector<T>& values) {
+  std::vector<std::byte> out(values.size() * sizeof(T));
+  std::memcpy(out.data(), values.data(), out.size());
+  return out;
+}
+
+// state_difference over two host vectors, as a region of `kind` at a made-up address.
+template <class T>
+std::optional<std::string> difference(const std::vector<T>& replay, const std::vector<T>& eager, double atol = 0,
+                                      double rtol = 0) {
+  using cugraphs::detail::state_kind;
+  const cugraphs::detail::StateRegion region{reinterpret_cast<const void*>(std::uintptr_t{0x1000}),
+                                             replay.size() * sizeof(T), sizeof(T), state_kind<T>()};
+  return cugraphs::detail::state_difference(3, region, bytes_of(replay), bytes_of(eager), atol, rtol);
+}
+
+}  // namespace
+
+TEST_CASE("verify_replay's comparison: bitwise by default, floating-point state within tolerances, each "
+          "type's values in words",
+          "[verify]") {
+  using cugraphs::detail::StateKind;
+  using cugraphs::detail::state_kind;
+  static_assert(state_kind<const float>() == StateKind::Float);
+  static_assert(state_kind<__half>() == StateKind::Half);
+  static_assert(state_kind<__nv_bfloat16>() == StateKind::BFloat16);
+  static_assert(state_kind<std::int16_t>() == StateKind::Signed);
+  static_assert(state_kind<unsigned char>() == StateKind::Unsigned);
+
+  const std::vector<float> eager{1, 2, 3, 4, 5, 6, 7, 8};
+  CHECK_FALSE(difference(eager, eager));
+  auto replay = eager;
+  replay[2] = 3.5f;
+  replay[5] = 6.25f;
+  const auto d = difference(replay, eager);
+  REQUIRE(d);
+  CHECK(*d == "state 3 (8 x float at 0x1000): 2 of 8 differ bitwise; the first, element 2: replay "
+              "3.5, eager 3");
+  CHECK(contains(*difference(replay, eager, 0.3), "1 of 8 differ beyond atol 0.3 + rtol 0 x |eager|; the first, "
+                                                  "element 2: replay 3.5, eager 3"));
+  CHECK_FALSE(difference(replay, eager, 0.5));
+  CHECK_FALSE(difference(replay, eager, 0, 0.17));  // 0.5 <= 0.17 * 3, 0.25 <= 0.17 * 6
+
+  // Zeros of both signs and NaNs: bitwise they differ; within a tolerance NaN matches NaN.
+  const float nan1 = std::bit_cast<float>(0x7fc00001u), nan2 = std::bit_cast<float>(0x7fc00002u);
+  CHECK(difference(std::vector<float>{-0.0f, nan1}, std::vector<float>{0.0f, nan1}));
+  CHECK_FALSE(difference(std::vector<float>{nan1}, std::vector<float>{nan1}));
+  CHECK(difference(std::vector<float>{nan1}, std::vector<float>{nan2}));
+  CHECK_FALSE(difference(std::vector<float>{-0.0f, nan1}, std::vector<float>{0.0f, nan2}, 0, 1e-6));
+  CHECK(difference(std::vector<float>{1.0f}, std::vector<float>{nan1}, 1.0));
+
+  // 16-bit floats as numbers: half 1.0 and 1.5, bfloat16 2.0 and -0.5.
+  const auto half = [](std::uint16_t bits) { return std::bit_cast<__half>(bits); };
+  CHECK(contains(*difference(std::vector<__half>{half(0x3c00)}, std::vector<__half>{half(0x3e00)}),
+                 "1 x __half at 0x1000): 1 of 1 differ bitwise; the first, element 0: replay 1, eager 1.5"));
+  CHECK_FALSE(difference(std::vector<__half>{half(0x3c00)}, std::vector<__half>{half(0x3e00)}, 0.5));
+  CHECK(contains(*difference(std::vector<__half>{half(0x0001)}, std::vector<__half>{half(0xfc00)}),
+                 "replay 5.960464477539063e-08, eager -inf"));
+  const auto bf = [](std::uint16_t bits) { return std::bit_cast<__nv_bfloat16>(bits); };
+  CHECK(contains(*difference(std::vector<__nv_bfloat16>{bf(0x4000)}, std::vector<__nv_bfloat16>{bf(0xbf00)}),
+                 "1 x __nv_bfloat16 at 0x1000): 1 of 1 differ bitwise; the first, element 0: replay 2, eager -0.5"));
+
+  // Integers in decimal (sign-extended), bools in words, other types as their bytes; a
+  // tolerance does not apply to them.
+  CHECK(contains(*difference(std::vector<std::int16_t>{7, -2}, std::vector<std::int16_t>{7, 5}, 10),
+                 "2 x 2-byte signed integer at 0x1000): 1 of 2 differ bitwise; the first, element 1: "
+                 "replay -2, eager 5"));
+  CHECK(contains(*difference(std::vector<std::uint64_t>{~0ull}, std::vector<std::uint64_t>{1}),
+                 "replay 18446744073709551615, eager 1"));
+  CHECK(contains(*difference(std::vector<std::int64_t>{-1}, std::vector<std::int64_t>{1}), "replay -1, eager 1"));
+  const std::vector<std::byte> yes{std::byte{1}}, no{std::byte{0}};
+  const cugraphs::detail::StateRegion flag{yes.data(), 1, 1, state_kind<bool>()};
+  CHECK(contains(*cugraphs::detail::state_difference(0, flag, yes, no, 0, 0), "replay true, eager false"));
+  struct Rgb {
+    unsigned char r, g, b;
+  };
+  CHECK(contains(*difference(std::vector<Rgb>{{1, 2, 3}}, std::vector<Rgb>{{1, 2, 0xff}}),
+                 "1 x 3-byte element at 0x1000): 1 of 1 differ bitwise; the first, element 0: replay bytes 01 02 "
+                 "03, eager bytes 01 02 ff"));
 }

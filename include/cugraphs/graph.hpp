@@ -15,6 +15,7 @@
 #include <cugraphs/launch.hpp>
 #include <cugraphs/training.hpp>
 #include <cugraphs/rng.hpp>
+#include <cugraphs/verify.hpp>
 
 #if defined(__CUDACC__)
 #  include <cugraphs/detail/kernels.cuh>

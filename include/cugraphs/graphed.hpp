@@ -226,17 +226,7 @@ private:
 template <class Step>
 void warm_up(std::string_view op, cudaStream_t s, int iterations, Step&& step, cudaStream_t after,
              WriteWatch* watch = nullptr) {
-  struct TakeBack {
-    std::vector<DrawnInWarmUp> drawn;
-    std::vector<DrawnInWarmUp>* outer = std::exchange(tls_warm_up_draws, &drawn);
-    TakeBack() = default;
-    TakeBack(const TakeBack&) = delete;
-    TakeBack& operator=(const TakeBack&) = delete;
-    ~TakeBack() {
-      tls_warm_up_draws = outer;
-      take_back_draws(drawn);
-    }
-  } take_back;
+  TakeBackDraws take_back(EagerRun::WarmUp);
   const bool ordered = can_order_after(s, after, op);
   if (after != s && ordered) wait_for_stream(s, after, op);
   // Nothing runs, or the samples may still change under the fingerprints: nothing to watch.

@@ -52,6 +52,27 @@ inline thread_local std::vector<DrawnInWarmUp>* tls_warm_up_draws = nullptr;
 // the warm-up's first draw (another thread's draws, a replay): those stay (rng.ipp).
 CUGRAPHS_INLINE void take_back_draws(std::span<const DrawnInWarmUp> drawn) noexcept;
 
+// Why a step runs eagerly with its draws taken back: a warm-up, or verify_replay's eager run
+// (whose replay then draws the same numbers). Read while tls_warm_up_draws is set.
+enum class EagerRun : unsigned char { WarmUp, Verify };
+inline thread_local EagerRun tls_eager_run = EagerRun::WarmUp;
+
+// While it lives, this thread's draws are noted (tls_warm_up_draws); its end, also by an
+// exception, takes them back.
+class TakeBackDraws {
+public:
+  explicit TakeBackDraws(EagerRun why) noexcept
+      : outer_(std::exchange(tls_warm_up_draws, &drawn_)), outer_why_(std::exchange(tls_eager_run, why)) {}
+  CUGRAPHS_INLINE ~TakeBackDraws();  // rng.ipp, beside take_back_draws
+  TakeBackDraws(const TakeBackDraws&) = delete;
+  TakeBackDraws& operator=(const TakeBackDraws&) = delete;
+
+private:
+  std::vector<DrawnInWarmUp> drawn_;
+  std::vector<DrawnInWarmUp>* outer_;
+  EagerRun outer_why_;
+};
+
 // The last draws this thread made outside any capture since its last good capture ended
 // (outermost, with the escape check on): (seed, offset) of each PhiloxArgs handed out; a
 // warm-up's, given back, are not noted. A capture whose kernels take one of them would hand

@@ -121,4 +121,10 @@ CUGRAPHS_INLINE void take_back_draws(std::span<const DrawnInWarmUp> drawn) noexc
   }
 }
 
+CUGRAPHS_INLINE TakeBackDraws::~TakeBackDraws() {
+  tls_warm_up_draws = outer_;
+  tls_eager_run = outer_why_;
+  take_back_draws(drawn_);
+}
+
 }  // namespace cugraphs::detail

@@ -65,11 +65,13 @@ CUGRAPHS_INLINE std::uint64_t capture_of_stream(cudaStream_t stream, cudaGraph_t
   if (capture == nullptr)
     throw_misuse(op, "the stream is not capturing for a capture open on this thread (CaptureScope::stream(), or "
                      "a stream forked from it); take the node right after its launch is captured{}",
-                 tls_warm_up_draws != nullptr
-                     ? ". This call came from a warm-up (the eager calls of f that a graphed callable, pair or "
+                 tls_warm_up_draws == nullptr ? ""
+                 : tls_eager_run == EagerRun::Verify
+                     ? ". This call came from verify_replay's eager run of the step: take the node only where "
+                       "is_current_stream_capturing()"
+                     : ". This call came from a warm-up (the eager calls of f that a graphed callable, pair or "
                        "cache makes before capturing it, GraphedOptions::warmup_iters): take the node only where "
-                       "is_current_stream_capturing(), or set warmup_iters = 0"
-                     : "");
+                       "is_current_stream_capturing(), or set warmup_iters = 0");
   return capture->id;
 }
 

@@ -1,0 +1,226 @@
+// The bodies of the functions <cugraphs/verify.hpp> declares: included at its end in
+// header-only builds, compiled once into the cugraphs library when
+// CUGRAPHS_SEPARATE_COMPILATION is defined (config.hpp).
+#pragma once
+
+#include <cugraphs/verify.hpp>
+#include <cugraphs/config.hpp>
+#include <cugraphs/detail/format.hpp>
+#include <cugraphs/error.hpp>
+#include <cugraphs/rng.hpp>  // take_back_draws, which verify_replay's eager run calls
+
+#include <bit>
+#include <cmath>
+#include <cstdint>
+#include <cstring>
+#include <limits>
+
+namespace cugraphs::detail {
+
+namespace verify_detail {
+
+constexpr std::string_view kOp = "verify_replay";
+
+// An IEEE half's value.
+inline double half_value(std::uint16_t h) noexcept {
+  const int exponent = (h >> 10) & 0x1f;
+  const int mantissa = h & 0x3ff;
+  double v = 0;
+  if (exponent == 0) v = std::ldexp(mantissa, -24);  // zero or subnormal
+  else if (exponent == 31) v = mantissa != 0 ? std::numeric_limits<double>::quiet_NaN() : std::numeric_limits<double>::infinity();
+  else v = std::ldexp(mantissa + 1024, exponent - 25);
+  return (h & 0x8000) != 0 ? -v : v;
+}
+
+template <class T>
+T load(const std::byte* p) noexcept {
+  T v{};
+  std::memcpy(&v, p, sizeof v);
+  return v;
+}
+
+// An element's value as a number, for the floating-point kinds.
+inline double number(StateKind kind, const std::byte* p) noexcept {
+  switch (kind) {
+    case StateKind::Half: return half_value(load<std::uint16_t>(p));
+    case StateKind::BFloat16: return std::bit_cast<float>(std::uint32_t{load<std::uint16_t>(p)} << 16);
+    case StateKind::Float: return load<float>(p);
+    case StateKind::Double: return load<double>(p);
+    default: return 0;
+  }
+}
+
+inline bool floating(StateKind kind) noexcept {
+  return kind == StateKind::Half || kind == StateKind::BFloat16 || kind == StateKind::Float ||
+         kind == StateKind::Double;
+}
+
+// An element in words: its number, else its bytes in memory order.
+inline std::string element_text(const StateRegion& r, const std::byte* p) {
+  if (floating(r.kind)) return format("{}", number(r.kind, p));
+  if (r.kind == StateKind::Bool) return std::to_integer<unsigned>(p[0]) != 0 ? "true" : "false";
+  if (r.kind == StateKind::Signed || r.kind == StateKind::Unsigned) {
+    std::uint64_t bits = 0;
+    std::memcpy(&bits, p, r.element);  // little-endian: the low bytes
+    const unsigned spare = 64 - 8 * static_cast<unsigned>(r.element);
+    if (r.kind == StateKind::Unsigned || spare == 0) {
+      return r.kind == StateKind::Signed ? format("{}", static_cast<std::int64_t>(bits)) : format("{}", bits);
+    }
+    return format("{}", static_cast<std::int64_t>(bits << spare) >> spare);  // sign-extended
+  }
+  std::string out = "bytes";
+  constexpr char kHex[] = "0123456789abcdef";
+  for (std::size_t i = 0; i < r.element && i < 16; ++i) {
+    const auto b = std::to_integer<unsigned>(p[i]);
+    out += ' ';
+    out += kHex[b >> 4];
+    out += kHex[b & 0xf];
+  }
+  if (r.element > 16) out += " ...";
+  return out;
+}
+
+inline std::string type_text(const StateRegion& r) {
+  switch (r.kind) {
+    case StateKind::Half: return "__half";
+    case StateKind::BFloat16: return "__nv_bfloat16";
+    case StateKind::Float: return "float";
+    case StateKind::Double: return "double";
+    case StateKind::Bool: return "bool";
+    case StateKind::Signed: return format("{}-byte signed integer", r.element);
+    case StateKind::Unsigned: return format("{}-byte unsigned integer", r.element);
+    default: return format("{}-byte element", r.element);
+  }
+}
+
+}  // namespace verify_detail
+
+CUGRAPHS_INLINE std::optional<std::string> state_difference(std::size_t index, const StateRegion& region,
+                                                            std::span<const std::byte> replay,
+                                                            std::span<const std::byte> eager, double atol,
+                                                            double rtol) {
+  using namespace verify_detail;
+  const std::size_t element = region.element == 0 ? 1 : region.element;
+  const std::size_t n = std::min(replay.size(), eager.size()) / element;
+  const bool tolerant = floating(region.kind) && (atol > 0 || rtol > 0);
+  std::size_t differing = 0, first = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const std::byte* a = replay.data() + i * element;
+    const std::byte* b = eager.data() + i * element;
+    if (std::memcmp(a, b, element) == 0) continue;
+    if (tolerant) {
+      const double x = number(region.kind, a), y = number(region.kind, b);
+      if ((std::isnan(x) && std::isnan(y)) || std::fabs(x - y) <= atol + rtol * std::fabs(y)) continue;
+    }
+    if (differing++ == 0) first = i;
+  }
+  if (differing == 0) return std::nullopt;
+  return format("state {} ({} x {} at {}): {} of {} differ{}; the first, element {}: replay {}, eager {}",
+                index, n, type_text(region), region.data, differing, n,
+                tolerant ? format(" beyond atol {} + rtol {} x |eager|", atol, rtol) : std::string(" bitwise"), first,
+                element_text(region, replay.data() + first * element),
+                element_text(region, eager.data() + first * element));
+}
+
+CUGRAPHS_INLINE ReplayCheck::ReplayCheck(Graph& graph, const VerifyOptions& opts, std::vector<StateRegion> state)
+    : graph_(graph), opts_(opts), stream_(opts.stream != nullptr ? opts.stream : current_stream()),
+      state_(std::move(state)) {
+  using verify_detail::kOp;
+  if (innermost_capture() != nullptr || is_capturing(stream_))
+    throw_misuse(kOp, "a capture is open {}: the step's eager run and the replay would be captured instead of "
+                      "run; verify between replays, outside any capture",
+                 innermost_capture() != nullptr ? "on this thread" : "on the stream");
+  if (graph.is_capturing() || !graph.is_instantiated())
+    throw_misuse(kOp, "the graph has no executable to replay: capture the step first (capture(), a CaptureScope, "
+                      "capture_or_update), or instantiate() a capture made with CaptureOptions::instantiate = "
+                      "false");
+  if (!std::isfinite(opts.atol) || !std::isfinite(opts.rtol) || opts.atol < 0 || opts.rtol < 0)
+    throw_misuse(kOp, "the tolerances must be finite and not negative (atol {}, rtol {})", opts.atol, opts.rtol);
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    if (state_[i].data == nullptr && state_[i].bytes > 0)
+      throw_misuse(kOp, "state {} is a null pointer with {} bytes", i, state_[i].bytes);
+  // The state as it is now, copied on the device, in the stream's order.
+  saved_.reserve(state_.size());
+  CUGRAPHS_TRY {
+    for (const StateRegion& r : state_) {
+      void* copy = nullptr;
+      if (r.bytes > 0) {
+        check(cudaMallocAsync(&copy, r.bytes, stream_), "{}: a copy of the state ({} bytes)", kOp, r.bytes);
+        saved_.push_back(copy);
+        check(cudaMemcpyAsync(copy, r.data, r.bytes, cudaMemcpyDefault, stream_), "{}: copying the state", kOp);
+      } else {
+        saved_.push_back(nullptr);
+      }
+    }
+  } CUGRAPHS_CATCH_ALL {
+    for (void* p : saved_)
+      if (p != nullptr) report_in_destructor(cudaFreeAsync(p, stream_), "verify_replay: cudaFreeAsync");
+    CUGRAPHS_RETHROW;
+  }
+}
+
+CUGRAPHS_INLINE ReplayCheck::~ReplayCheck() {
+  for (void* p : saved_)
+    if (p != nullptr) report_in_destructor(cudaFreeAsync(p, stream_), "verify_replay: cudaFreeAsync");
+}
+
+CUGRAPHS_INLINE void ReplayCheck::after_eager() {
+  using verify_detail::kOp;
+  eager_.resize(state_.size());
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    const StateRegion& r = state_[i];
+    if (r.bytes == 0) continue;
+    eager_[i].resize(r.bytes);
+    check(cudaMemcpyAsync(eager_[i].data(), r.data, r.bytes, cudaMemcpyDefault, stream_),
+          "{}: reading the eager step's results", kOp);
+  }
+  for (std::size_t i = 0; i < state_.size(); ++i)
+    if (state_[i].bytes > 0)
+      check(cudaMemcpyAsync(const_cast<void*>(state_[i].data), saved_[i], state_[i].bytes, cudaMemcpyDefault, stream_),
+            "{}: putting the state back", kOp);
+  check(cudaStreamSynchronize(stream_), "{}: waiting for the eager step", kOp);
+}
+
+CUGRAPHS_INLINE void ReplayCheck::put_back() noexcept {
+  cudaError_t e = cudaSuccess;
+  for (std::size_t i = 0; i < state_.size() && e == cudaSuccess; ++i)
+    if (state_[i].bytes > 0)
+      e = cudaMemcpyAsync(const_cast<void*>(state_[i].data), saved_[i], state_[i].bytes, cudaMemcpyDefault, stream_);
+  if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
+  if (e != cudaSuccess) {
+    (void)cudaGetLastError();
+    report_in_destructor(e, "verify_replay: putting the state back after the step threw");
+  }
+}
+
+CUGRAPHS_INLINE void ReplayCheck::replay_and_compare() {
+  using verify_detail::kOp;
+  graph_.replay(stream_);
+  std::vector<std::vector<std::byte>> replayed(state_.size());
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    if (state_[i].bytes == 0) continue;
+    replayed[i].resize(state_[i].bytes);
+    check(cudaMemcpyAsync(replayed[i].data(), state_[i].data, state_[i].bytes, cudaMemcpyDefault, stream_),
+          "{}: reading the replay's results", kOp);
+  }
+  check(cudaStreamSynchronize(stream_), "{}: waiting for the replay", kOp);
+  std::optional<std::string> first;
+  std::string others;
+  for (std::size_t i = 0; i < state_.size(); ++i) {
+    auto d = state_difference(i, state_[i], replayed[i], eager_[i], opts_.atol, opts_.rtol);
+    if (!d) continue;
+    if (!first) first = std::move(d);
+    else format_to(others, "{}{}", others.empty() ? "; state " : ", ", i);
+  }
+  if (first)
+    throw_misuse(kOp, "the replay and the step run eagerly from the same state differ: {}{}{}. The capture froze or "
+                      "missed something the step does now: a host value read at capture and changed since (a "
+                      "kernel argument: set_kernel_arg before each replay, or keep it in device memory; a cuBLAS "
+                      "scalar in host pointer mode), a branch taken on the host, work that ran once at capture; or "
+                      "the step writes memory not given as state (give every buffer it writes and reads back), or "
+                      "its results depend on the order of atomics (VerifyOptions::atol, rtol). The state is the "
+                      "replay's",
+                 *first, others, others.empty() ? "" : " differ too");
+}
+
+}  // namespace cugraphs::detail

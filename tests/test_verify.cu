@@ -1,0 +1,228 @@
+// verify_replay: a replay checked against the step run eagerly from the same state. A faithful
+// step passes and leaves exactly one step taken; a host value the capture froze (a scalar
+// changed since, not rebound with set_kernel_arg) is named with both values; a step that draws
+// passes bitwise under each way a graph gets its offsets, and the generator then goes on as
+// the eager program's would; misuse is refused before anything runs and leaves every object
+// usable.
+#include "kernels.cuh"
+#include "rng_kernels.cuh"
+#include "testing.hpp"
+
+#include <cugraphs/graph.hpp>
+
+#include <cmath>
+#include <string>
+#include <stdexcept>
+#include <vector>
+
+using namespace cugraphs_test;
+using cugraphs::CaptureOptions;
+using cugraphs::CaptureScope;
+using cugraphs::DeviceBuffer;
+using cugraphs::Generator;
+using cugraphs::Graph;
+using cugraphs::PerLaunch;
+using cugraphs::VerifyOptions;
+
+namespace {
+
+constexpr std::size_t kN = 4096;
+
+// A ramp (base 1) in a new buffer, and its values on the host.
+DeviceBuffer<float> ramp(std::vector<float>& values) {
+  DeviceBuffer<float> x(kN);
+  values.resize(kN);
+  for (std::size_t i = 0; i < kN; ++i) values[i] = ramp_value(i, 1.0f);
+  x.copy_from_host(values);
+  return x;
+}
+
+// The affine step's results from `x0`, with the kernel's own single-precision arithmetic.
+std::vector<float> affine(const std::vector<float>& x0, float a, float b) {
+  DeviceBuffer<float> x(x0.size());
+  x.copy_from_host(x0);
+  affine_kernel<<<blocks_for(kN), kThreads, 0, cugraphs::current_stream()>>>(x.data(), kN, a, b);
+  cugraphs::check_launch("affine_kernel");
+  return host(x);
+}
+
+}  // namespace
+
+TEST_CASE("verify_replay: a faithful step passes, and the state is one step on, not two", "[verify][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  std::vector<float> x0;
+  auto x = ramp(x0);
+  DeviceBuffer<int> steps(1);
+  put(steps, 0);
+  const auto step = [&](cudaStream_t s) {
+    affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 0.5f, 1.0f);
+    add_to<<<1, 1, 0, s>>>(steps.data(), 1);
+  };
+  Graph g;
+  cugraphs::capture(g, step);
+  REQUIRE(get(steps) == 0);  // the capture ran nothing
+
+  cugraphs::verify_replay(g, step, x, steps.span());
+  CHECK(get(steps) == 1);
+  CHECK(bitwise_equal(host(x), affine(x0, 0.5f, 1.0f)));
+  // The step and the graph called with nothing, on an explicit stream other than the current one.
+  cugraphs::Stream other;
+  VerifyOptions opts;
+  opts.stream = other;
+  const auto no_args = [&] { step(cugraphs::current_stream()); };
+  cugraphs::verify_replay(opts, g, no_args, x, steps);
+  CHECK(get(steps) == 2);
+  CHECK(bitwise_equal(host(x), affine(affine(x0, 0.5f, 1.0f), 0.5f, 1.0f)));
+}
+
+TEST_CASE("verify_replay: a host scalar the capture froze is named with both values; rebound, it passes",
+          "[verify][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  std::vector<float> x0;
+  auto x = ramp(x0);
+  float a = 0.5f;  // a per-step scalar on the host, passed by value: the capture keeps 0.5
+  cugraphs::KernelNode<float*, std::size_t, float, float> node;
+  const auto step = [&](cudaStream_t s) {
+    affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, a, 1.0f);
+    if (cugraphs::is_current_stream_capturing()) node = cugraphs::captured_kernel_node(affine_kernel, s);
+  };
+  Graph g;
+  cugraphs::capture(g, step);
+  cugraphs::verify_replay(g, step, x);
+
+  a = 0.25f;  // the next step's value, which the graph does not see
+  const auto before = host(x);
+  const auto e = expect_error([&] { cugraphs::verify_replay(g, step, x); });
+  INFO(e.what());
+  CHECK(e.code() == cudaSuccess);
+  const std::string text = e.what();
+  CHECK(contains(text, "state 0 (4096 x float at "));
+  CHECK(contains(text, "4096 of 4096 differ bitwise"));
+  // x[0] is 1.5 after the first step: the replay computes 0.5 * 1.5 + 1, the step 0.25 * 1.5 + 1.
+  CHECK(contains(text, "the first, element 0: replay 1.75, eager 1.375"));
+  CHECK(contains(text, "set_kernel_arg"));
+  // The state is the replay's: the frozen 0.5.
+  CHECK(bitwise_equal(host(x), affine(before, 0.5f, 1.0f)));
+
+  g.set_kernel_arg<2>(node, a);
+  const auto rebound = host(x);
+  cugraphs::verify_replay(g, step, x);
+  CHECK(bitwise_equal(host(x), affine(rebound, 0.25f, 1.0f)));
+
+  // A few units in the last place: refused bitwise, passed within a relative tolerance.
+  a = 0.25f * 1.000001f;
+  CHECK(contains(expect_error([&] { cugraphs::verify_replay(g, step, x); }).what(), "differ bitwise"));
+  VerifyOptions loose;
+  loose.rtol = 1e-5;
+  cugraphs::verify_replay(loose, g, step, x);
+  loose.rtol = 1e-9;
+  CHECK(contains(expect_error([&] { cugraphs::verify_replay(loose, g, step, x); }).what(),
+                 "beyond atol 0 + rtol 1e-09 x |eager|"));
+}
+
+TEST_CASE("verify_replay: a step that draws passes bitwise under each way of getting offsets, and the "
+          "generator goes on as the eager program's",
+          "[verify][rng][gpu]") {
+  for (const PerLaunch way : {PerLaunch::Auto, PerLaunch::Parameters, PerLaunch::Advance, PerLaunch::Ring}) {
+    INFO("per_launch " << static_cast<int>(way));
+    cugraphs::Stream stream;
+    cugraphs::StreamGuard on(stream);
+    Generator gen(1234), twin(1234);
+    DeviceBuffer<float> out(kN), ref(kN);
+    DeviceBuffer<int> steps(1);
+    put(steps, 0);
+    const auto step = [&](cudaStream_t s) {
+      draw(gen, out, 4, s);
+      add_to<<<1, 1, 0, s>>>(steps.data(), 1);
+    };
+    Graph g;
+    CaptureOptions co;
+    co.per_launch = way;
+    cugraphs::capture(g, step, co);
+    REQUIRE(gen.offset() == 0);
+
+    // Eager draws before: the graph must start where they left the generator.
+    draw(gen, out, 4, stream);
+    draw(twin, ref, 4, stream);
+    for (int round = 0; round < 2; ++round) {
+      cugraphs::verify_replay(g, step, out, steps);
+      draw(twin, ref, 4, stream);
+      INFO("round " << round);
+      CHECK(gen.offset() == twin.offset());
+      CHECK(bitwise_equal(host(out), host(ref)));
+    }
+    // Replays after it, and an eager draw between them, go on with the same sequence.
+    g.replay(stream);
+    draw(twin, ref, 4, stream);
+    CHECK(bitwise_equal(host(out), host(ref)));
+    draw(gen, out, 4, stream);
+    draw(twin, ref, 4, stream);
+    CHECK(bitwise_equal(host(out), host(ref)));
+    g.replay(stream);
+    draw(twin, ref, 4, stream);
+    CHECK(bitwise_equal(host(out), host(ref)));
+    CHECK(gen.offset() == twin.offset());
+    CHECK(get(steps) == 4);  // two verified steps and two replays
+  }
+}
+
+TEST_CASE("verify_replay: misuse is refused before anything runs; a step that throws leaves the state and "
+          "the generator as they were",
+          "[verify][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  std::vector<float> x0;
+  auto x = ramp(x0);
+  const auto step = [&](cudaStream_t s) { affine_kernel<<<blocks_for(kN), kThreads, 0, s>>>(x.data(), kN, 0.5f, 1.0f); };
+
+  Graph empty;
+  CHECK(contains(expect_error([&] { cugraphs::verify_replay(empty, step, x); }).what(), "no executable to replay"));
+
+  Graph g;
+  cugraphs::capture(g, step);
+  DeviceBuffer<int> counter(1);
+  {
+    Graph other;
+    CaptureScope scope(other);
+    const auto e = expect_error([&] { cugraphs::verify_replay(g, step, x); });
+    CHECK(contains(e.what(), "a capture is open on this thread"));
+    add_to<<<1, 1, 0, scope.stream()>>>(counter.data(), 1);  // the enclosing capture goes on
+  }
+  CHECK(contains(expect_error([&] {
+                   cugraphs::verify_replay(g, step, x, cugraphs::DeviceSpan<float>(nullptr, 4));
+                 }).what(),
+                 "state 1 is a null pointer with 16 bytes"));
+  VerifyOptions bad;
+  bad.atol = -1;
+  CHECK(contains(expect_error([&] { cugraphs::verify_replay(bad, g, step, x); }).what(), "tolerances"));
+  bad.atol = 0;
+  bad.rtol = std::nan("");
+  CHECK(contains(expect_error([&] { cugraphs::verify_replay(bad, g, step, x); }).what(), "tolerances"));
+  CHECK(bitwise_equal(host(x), x0));  // nothing ran
+
+  // A step that writes, draws, then throws: the state and the generator are put back.
+  Generator gen(7);
+  const auto throwing = [&](cudaStream_t s) {
+    step(s);
+    (void)gen.philox(4);
+    throw std::runtime_error("the step failed");
+  };
+  CHECK_THROWS_WITH(cugraphs::verify_replay(g, throwing, x), "the step failed");
+  CHECK(bitwise_equal(host(x), x0));
+  CHECK(gen.offset() == 0);
+
+  // A node taken where the step runs eagerly: the message says where the call came from.
+  const auto taking = [&](cudaStream_t s) {
+    step(s);
+    (void)cugraphs::captured_kernel_node(affine_kernel, s);
+  };
+  const auto e = expect_error([&] { cugraphs::verify_replay(g, taking, x); });
+  CHECK(contains(e.what(), "verify_replay's eager run of the step"));
+  CHECK(bitwise_equal(host(x), x0));
+
+  // Every object still works.
+  cugraphs::verify_replay(g, step, x);
+  CHECK(bitwise_equal(host(x), affine(x0, 0.5f, 1.0f)));
+}
