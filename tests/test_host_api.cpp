@@ -298,7 +298,7 @@ std::optional<std::string> difference(const std::vector<T>& replay, const std::v
   using cugraphs::detail::state_kind;
   const cugraphs::detail::StateRegion region{reinterpret_cast<const void*>(std::uintptr_t{0x1000}),
                                              replay.size() * sizeof(T), sizeof(T), state_kind<T>()};
-  return cugraphs::detail::state_difference(3, region, bytes_of(replay), bytes_of(eager), atol, rtol);
+  return cugraphs::detail::state_difference("state", 3, region, bytes_of(replay), bytes_of(eager), atol, rtol);
 }
 
 }  // namespace
@@ -357,7 +357,7 @@ TEST_CASE("verify_replay's comparison: bitwise by default, floating-point state 
   CHECK(contains(*difference(std::vector<std::int64_t>{-1}, std::vector<std::int64_t>{1}), "replay -1, eager 1"));
   const std::vector<std::byte> yes{std::byte{1}}, no{std::byte{0}};
   const cugraphs::detail::StateRegion flag{yes.data(), 1, 1, state_kind<bool>()};
-  CHECK(contains(*cugraphs::detail::state_difference(0, flag, yes, no, 0, 0), "replay true, eager false"));
+  CHECK(contains(*cugraphs::detail::state_difference("output leaf", 0, flag, yes, no, 0, 0), "replay true, eager false"));
   struct Rgb {
     unsigned char r, g, b;
   };

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <string>
 #include <stdexcept>
+#include <tuple>
 #include <vector>
 
 using namespace cugraphs_test;
@@ -225,4 +226,69 @@ TEST_CASE("verify_replay: misuse is refused before anything runs; a step that th
   // Every object still works.
   cugraphs::verify_replay(g, step, x);
   CHECK(bitwise_equal(host(x), affine(x0, 0.5f, 1.0f)));
+}
+
+TEST_CASE("GraphedCallable::verify: a call checked against f run eagerly; a scalar f reads on the host, changed "
+          "since, is named; rebound, and with draws, it passes bitwise",
+          "[verify][graphed][gpu]") {
+  using In = cugraphs::DeviceSpan<const float>;
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  std::vector<float> x0;
+  auto x = ramp(x0);
+  Generator gen(99), twin(99);
+  float scale = 2.0f;  // read on the host when f runs: the capture keeps 2
+  int eager_runs = 0;
+  cugraphs::KernelNode<float*, std::size_t, float, float> node;
+  auto f = [&](In in) {
+    if (!cugraphs::is_current_stream_capturing()) ++eager_runs;
+    const cudaStream_t s = cugraphs::current_stream();
+    DeviceBuffer<float> scaled(in.size()), noise(in.size());
+    copy_kernel<<<blocks_for(in.size()), kThreads, 0, s>>>(scaled.data(), in.data(), in.size());
+    affine_kernel<<<blocks_for(in.size()), kThreads, 0, s>>>(scaled.data(), in.size(), scale, 0.5f);
+    if (cugraphs::is_current_stream_capturing()) node = cugraphs::captured_kernel_node(affine_kernel, s);
+    draw(gen, noise, 4, s);
+    return std::tuple{std::move(scaled), std::move(noise)};
+  };
+  auto call = cugraphs::make_graphed_callable(f, In(x.span()));
+  const long start = static_cast<long>(gen.offset());
+  REQUIRE(start == 0);  // the warm-up's draws were taken back
+  DeviceBuffer<float> ref(kN);
+
+  const auto& out = call.verify(In(x.span()));
+  draw(twin, ref, 4, stream);
+  CHECK(bitwise_equal(host(std::get<0>(out)), affine(x0, 2.0f, 0.5f)));
+  CHECK(bitwise_equal(host(std::get<1>(out)), host(ref)));
+  CHECK(gen.offset() == twin.offset());
+
+  scale = 3.0f;
+  const auto e = expect_error([&] { (void)call.verify(In(x.span())); });
+  INFO(e.what());
+  CHECK(contains(e.what(), "GraphedCallable::verify: the call and f run eagerly on the same inputs differ: output "
+                           "leaf 0 (4096 x float at "));
+  CHECK(contains(e.what(), "the first, element 0: replay 2.5, eager 3.5"));  // x[0] = 1
+  CHECK(contains(e.what(), "set_kernel_arg on the callable"));
+  CHECK_FALSE(contains(e.what(), "output leaf 1"));  // the draws agree
+  draw(twin, ref, 4, stream);
+  CHECK(bitwise_equal(host(std::get<1>(out)), host(ref)));  // the call drew the next numbers
+
+  call.set_kernel_arg<2>(node, scale);
+  (void)call.verify(In(x.span()));
+  draw(twin, ref, 4, stream);
+  CHECK(bitwise_equal(host(std::get<0>(out)), affine(x0, 3.0f, 0.5f)));
+  CHECK(gen.offset() == twin.offset());
+
+  // An input of the wrong size is refused before f runs.
+  const int runs = eager_runs;
+  DeviceBuffer<float> small(kN / 2);
+  CHECK(contains(expect_error([&] { (void)call.verify(In(small.span())); }).what(), "input leaf 0"));
+  CHECK(eager_runs == runs);
+  VerifyOptions bad;
+  bad.rtol = -1;
+  CHECK(contains(expect_error([&] { (void)call.verify(bad, In(x.span())); }).what(), "tolerances"));
+  CHECK(eager_runs == runs);
+  // Still callable.
+  (void)call(In(x.span()));
+  draw(twin, ref, 4, stream);
+  CHECK(bitwise_equal(host(std::get<1>(call.static_outputs())), host(ref)));
 }

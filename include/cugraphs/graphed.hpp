@@ -9,6 +9,7 @@
 #include <cugraphs/memory.hpp>
 #include <cugraphs/per_launch.hpp>
 #include <cugraphs/stream.hpp>
+#include <cugraphs/verify.hpp>
 
 #include <algorithm>
 #include <array>
@@ -409,6 +410,62 @@ public:
     ++calls_;
     copies_ += copies - in_place;
     return *outputs_;
+  }
+
+  /// One call checked against f run eagerly on the same inputs (verify_replay for a graphed
+  /// callable): f runs first, on opts.stream (default current_stream()), with the random numbers
+  /// it draws taken back, then the call runs (drawing them again), and f's result and the call's
+  /// outputs are compared leaf by leaf, bitwise unless opts gives tolerances. Returns the
+  /// call's outputs. An Error names the first output leaf that differs, with both values: the
+  /// usual cause is a host value f's capture froze and that has changed since (a scalar f
+  /// passes its kernels: set_kernel_arg on the callable before each call, or pass it in device
+  /// memory; a cuBLAS scalar in host pointer mode). For an f that writes its inputs or other
+  /// memory it reads (the call would find it written by the eager run), verify a graph of the
+  /// step with verify_replay, which puts such state back. Inputs are checked as a call checks
+  /// them, before f runs; inside a capture it is an Error.
+  const Outputs& verify(const Args&... inputs) { return verify(VerifyOptions{}, inputs...); }
+  const Outputs& verify(const VerifyOptions& opts, const Args&... inputs) {
+    static_assert(!std::is_void_v<Result>, "cugraphs: verify compares f's results with the call's outputs, and this "
+                                           "f returns nothing: verify a graph of the step with verify_replay");
+    constexpr std::string_view op = "GraphedCallable::verify";
+    if (moved_from()) detail::throw_misuse(op, "this {} was moved from", names_.owner);
+    if (detail::innermost_capture() != nullptr)
+      detail::throw_misuse(op, "a capture is open on this thread: f's eager run and the call would be captured "
+                               "instead of run; verify outside any capture");
+    detail::check_tolerances(opts, op);
+    [[maybe_unused]] auto check_leaf = [&, this](std::size_t i, auto leaf) {
+      detail::check_input_leaf(i, leaf.data(), leaf.size(), static_sizes_[i], op, names_.leaf);
+    };
+    [[maybe_unused]] std::size_t next = 0;  // unused without inputs
+    (detail::visit_leaves(inputs, next, check_leaf), ...);
+    const cudaStream_t s = opts.stream != nullptr ? opts.stream : current_stream();
+    std::vector<std::vector<std::byte>> eager, called;
+    std::vector<detail::StateRegion> regions;
+    {
+      detail::TakeBackDraws take_back(detail::EagerRun::Verify);  // the call draws the same numbers again
+      StreamGuard on(s);
+      detail::Owners owners;  // f's own result buffers, freed once read
+      const auto result = detail::take_outputs(detail::invoke(f_, inputs...), owners);
+      auto read = [&](std::size_t, auto leaf) { eager.push_back(detail::read_back(detail::state_region(leaf), s, op)); };
+      next = 0;
+      detail::visit_leaves(result, next, read);
+    }
+    const Outputs& out = stage_and_launch(s, inputs...);
+    auto read = [&](std::size_t, auto leaf) {
+      regions.push_back(detail::state_region(leaf));
+      called.push_back(detail::read_back(regions.back(), s, op));
+    };
+    next = 0;
+    detail::visit_leaves(out, next, read);
+    detail::compare_results(op, "output leaf", regions, called, eager, opts,
+                            "the call and f run eagerly on the same inputs differ",
+                            "The capture froze something f does now: a host value f read at capture and changed "
+                            "since (a kernel argument: set_kernel_arg on the callable before each call, or pass "
+                            "it in device memory; a cuBLAS scalar in host pointer mode), a branch taken on the "
+                            "host; or f writes memory it also reads, which its eager run left written for the "
+                            "call (verify_replay puts such state back), or its results depend on the order of "
+                            "atomics (VerifyOptions::atol, rtol). The outputs are the call's");
+    return out;
   }
 
   /// The static inputs f was captured with (library-owned memory outside every pool). With

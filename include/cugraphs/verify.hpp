@@ -20,6 +20,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <type_traits>
 #include <vector>
 
@@ -84,13 +85,24 @@ inline constexpr bool kNeverVerifiable = false;
 template <class S>
 concept VerifiableState = requires(const S& s) { detail::state_region(s); };
 
-// Where region `index` of the replay's bytes differs from the eager step's, in words (how
-// many elements differ, the first one and both its values), or nothing where they match
-// under the tolerances (VerifyOptions).
-[[nodiscard]] std::optional<std::string> state_difference(std::size_t index, const StateRegion& region,
+// Where region `index` (called `what`: "state", "output leaf") of the replay's bytes differs
+// from the eager run's, in words (how many elements differ, the first one and both its
+// values), or nothing where they match under the tolerances (VerifyOptions).
+[[nodiscard]] std::optional<std::string> state_difference(std::string_view what, std::size_t index,
+                                                          const StateRegion& region,
                                                           std::span<const std::byte> replay,
                                                           std::span<const std::byte> eager, double atol,
                                                           double rtol);
+// Refuses tolerances that are negative or not finite.
+void check_tolerances(const VerifyOptions& opts, std::string_view op);
+// The bytes of `region`, read on `stream` once the work queued there is done.
+[[nodiscard]] std::vector<std::byte> read_back(const StateRegion& region, cudaStream_t stream, std::string_view op);
+// Throws an Error that says `lead`, names the first of `regions` (each a `what`) whose
+// replayed bytes differ from the eager run's, and says `cause` (what may have made them
+// differ); nothing where all match.
+void compare_results(std::string_view op, std::string_view what, std::span<const StateRegion> regions,
+                     std::span<const std::vector<std::byte>> replay, std::span<const std::vector<std::byte>> eager,
+                     const VerifyOptions& opts, std::string_view lead, std::string_view cause);
 
 // verify_replay's steps around the user's step, not templates (verify.ipp): the checks and a
 // device copy of the state at construction; after the eager step, its results read back and

@@ -95,7 +95,8 @@ inline std::string type_text(const StateRegion& r) {
 
 }  // namespace verify_detail
 
-CUGRAPHS_INLINE std::optional<std::string> state_difference(std::size_t index, const StateRegion& region,
+CUGRAPHS_INLINE std::optional<std::string> state_difference(std::string_view what, std::size_t index,
+                                                            const StateRegion& region,
                                                             std::span<const std::byte> replay,
                                                             std::span<const std::byte> eager, double atol,
                                                             double rtol) {
@@ -115,11 +116,40 @@ CUGRAPHS_INLINE std::optional<std::string> state_difference(std::size_t index, c
     if (differing++ == 0) first = i;
   }
   if (differing == 0) return std::nullopt;
-  return format("state {} ({} x {} at {}): {} of {} differ{}; the first, element {}: replay {}, eager {}",
+  return format("{} {} ({} x {} at {}): {} of {} differ{}; the first, element {}: replay {}, eager {}", what,
                 index, n, type_text(region), region.data, differing, n,
                 tolerant ? format(" beyond atol {} + rtol {} x |eager|", atol, rtol) : std::string(" bitwise"), first,
                 element_text(region, replay.data() + first * element),
                 element_text(region, eager.data() + first * element));
+}
+
+CUGRAPHS_INLINE void check_tolerances(const VerifyOptions& opts, std::string_view op) {
+  if (!std::isfinite(opts.atol) || !std::isfinite(opts.rtol) || opts.atol < 0 || opts.rtol < 0)
+    throw_misuse(op, "the tolerances must be finite and not negative (atol {}, rtol {})", opts.atol, opts.rtol);
+}
+
+CUGRAPHS_INLINE std::vector<std::byte> read_back(const StateRegion& region, cudaStream_t stream, std::string_view op) {
+  std::vector<std::byte> out(region.bytes);
+  if (region.bytes == 0) return out;
+  check(cudaMemcpyAsync(out.data(), region.data, region.bytes, cudaMemcpyDefault, stream), "{}: reading results back",
+        op);
+  check(cudaStreamSynchronize(stream), "{}: waiting for the results", op);
+  return out;
+}
+
+CUGRAPHS_INLINE void compare_results(std::string_view op, std::string_view what, std::span<const StateRegion> regions,
+                                     std::span<const std::vector<std::byte>> replay,
+                                     std::span<const std::vector<std::byte>> eager, const VerifyOptions& opts,
+                                     std::string_view lead, std::string_view cause) {
+  std::optional<std::string> first;
+  std::string others;
+  for (std::size_t i = 0; i < regions.size(); ++i) {
+    auto d = state_difference(what, i, regions[i], replay[i], eager[i], opts.atol, opts.rtol);
+    if (!d) continue;
+    if (!first) first = std::move(d);
+    else format_to(others, "{}{}", others.empty() ? format("; {} ", what) : std::string(", "), i);
+  }
+  if (first) throw_misuse(op, "{}: {}{}{}. {}", lead, *first, others, others.empty() ? "" : " differ too", cause);
 }
 
 CUGRAPHS_INLINE ReplayCheck::ReplayCheck(Graph& graph, const VerifyOptions& opts, std::vector<StateRegion> state)
@@ -134,8 +164,7 @@ CUGRAPHS_INLINE ReplayCheck::ReplayCheck(Graph& graph, const VerifyOptions& opts
     throw_misuse(kOp, "the graph has no executable to replay: capture the step first (capture(), a CaptureScope, "
                       "capture_or_update), or instantiate() a capture made with CaptureOptions::instantiate = "
                       "false");
-  if (!std::isfinite(opts.atol) || !std::isfinite(opts.rtol) || opts.atol < 0 || opts.rtol < 0)
-    throw_misuse(kOp, "the tolerances must be finite and not negative (atol {}, rtol {})", opts.atol, opts.rtol);
+  check_tolerances(opts, kOp);
   for (std::size_t i = 0; i < state_.size(); ++i)
     if (state_[i].data == nullptr && state_[i].bytes > 0)
       throw_misuse(kOp, "state {} is a null pointer with {} bytes", i, state_[i].bytes);
@@ -196,31 +225,16 @@ CUGRAPHS_INLINE void ReplayCheck::put_back() noexcept {
 CUGRAPHS_INLINE void ReplayCheck::replay_and_compare() {
   using verify_detail::kOp;
   graph_.replay(stream_);
-  std::vector<std::vector<std::byte>> replayed(state_.size());
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    if (state_[i].bytes == 0) continue;
-    replayed[i].resize(state_[i].bytes);
-    check(cudaMemcpyAsync(replayed[i].data(), state_[i].data, state_[i].bytes, cudaMemcpyDefault, stream_),
-          "{}: reading the replay's results", kOp);
-  }
-  check(cudaStreamSynchronize(stream_), "{}: waiting for the replay", kOp);
-  std::optional<std::string> first;
-  std::string others;
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    auto d = state_difference(i, state_[i], replayed[i], eager_[i], opts_.atol, opts_.rtol);
-    if (!d) continue;
-    if (!first) first = std::move(d);
-    else format_to(others, "{}{}", others.empty() ? "; state " : ", ", i);
-  }
-  if (first)
-    throw_misuse(kOp, "the replay and the step run eagerly from the same state differ: {}{}{}. The capture froze or "
-                      "missed something the step does now: a host value read at capture and changed since (a "
-                      "kernel argument: set_kernel_arg before each replay, or keep it in device memory; a cuBLAS "
-                      "scalar in host pointer mode), a branch taken on the host, work that ran once at capture; or "
-                      "the step writes memory not given as state (give every buffer it writes and reads back), or "
-                      "its results depend on the order of atomics (VerifyOptions::atol, rtol). The state is the "
-                      "replay's",
-                 *first, others, others.empty() ? "" : " differ too");
+  std::vector<std::vector<std::byte>> replayed;
+  replayed.reserve(state_.size());
+  for (const StateRegion& r : state_) replayed.push_back(read_back(r, stream_, kOp));
+  compare_results(kOp, "state", state_, replayed, eager_, opts_,
+                  "the replay and the step run eagerly from the same state differ",
+                  "The capture froze or missed something the step does now: a host value read at capture and changed since (a kernel "
+                  "argument: set_kernel_arg before each replay, or keep it in device memory; a cuBLAS scalar in "
+                  "host pointer mode), a branch taken on the host, work that ran once at capture; or the step "
+                  "writes memory not given as state (give every buffer it writes and reads back), or its results "
+                  "depend on the order of atomics (VerifyOptions::atol, rtol). The state is the replay's");
 }
 
 }  // namespace cugraphs::detail
