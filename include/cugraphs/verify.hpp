@@ -124,6 +124,11 @@ public:
   void replay_and_compare();
 
 private:
+  // Queues the copies that put the state back as it was (no wait); the first failure.
+  [[nodiscard]] cudaError_t queue_put_back() noexcept;
+  // Frees the device copies (stream-ordered); failures reported.
+  void free_saved() noexcept;
+
   Graph& graph_;
   VerifyOptions opts_;
   cudaStream_t stream_ = nullptr;

@@ -182,39 +182,36 @@ CUGRAPHS_INLINE ReplayCheck::ReplayCheck(Graph& graph, const VerifyOptions& opts
       }
     }
   } CUGRAPHS_CATCH_ALL {
-    for (void* p : saved_)
-      if (p != nullptr) report_in_destructor(cudaFreeAsync(p, stream_), "verify_replay: cudaFreeAsync");
+    free_saved();
     CUGRAPHS_RETHROW;
   }
 }
 
-CUGRAPHS_INLINE ReplayCheck::~ReplayCheck() {
+CUGRAPHS_INLINE ReplayCheck::~ReplayCheck() { free_saved(); }
+
+CUGRAPHS_INLINE void ReplayCheck::free_saved() noexcept {
   for (void* p : saved_)
     if (p != nullptr) report_in_destructor(cudaFreeAsync(p, stream_), "verify_replay: cudaFreeAsync");
 }
 
-CUGRAPHS_INLINE void ReplayCheck::after_eager() {
-  using verify_detail::kOp;
-  eager_.resize(state_.size());
-  for (std::size_t i = 0; i < state_.size(); ++i) {
-    const StateRegion& r = state_[i];
-    if (r.bytes == 0) continue;
-    eager_[i].resize(r.bytes);
-    check(cudaMemcpyAsync(eager_[i].data(), r.data, r.bytes, cudaMemcpyDefault, stream_),
-          "{}: reading the eager step's results", kOp);
-  }
-  for (std::size_t i = 0; i < state_.size(); ++i)
-    if (state_[i].bytes > 0)
-      check(cudaMemcpyAsync(const_cast<void*>(state_[i].data), saved_[i], state_[i].bytes, cudaMemcpyDefault, stream_),
-            "{}: putting the state back", kOp);
-  check(cudaStreamSynchronize(stream_), "{}: waiting for the eager step", kOp);
-}
-
-CUGRAPHS_INLINE void ReplayCheck::put_back() noexcept {
+CUGRAPHS_INLINE cudaError_t ReplayCheck::queue_put_back() noexcept {
   cudaError_t e = cudaSuccess;
   for (std::size_t i = 0; i < state_.size() && e == cudaSuccess; ++i)
     if (state_[i].bytes > 0)
       e = cudaMemcpyAsync(const_cast<void*>(state_[i].data), saved_[i], state_[i].bytes, cudaMemcpyDefault, stream_);
+  return e;
+}
+
+CUGRAPHS_INLINE void ReplayCheck::after_eager() {
+  using verify_detail::kOp;
+  eager_.reserve(state_.size());
+  for (const StateRegion& r : state_) eager_.push_back(read_back(r, stream_, kOp));
+  check(queue_put_back(), "{}: putting the state back", kOp);
+  check(cudaStreamSynchronize(stream_), "{}: waiting for the eager step", kOp);
+}
+
+CUGRAPHS_INLINE void ReplayCheck::put_back() noexcept {
+  cudaError_t e = queue_put_back();
   if (e == cudaSuccess) e = cudaStreamSynchronize(stream_);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
