@@ -47,6 +47,19 @@ std::vector<float> affine(const std::vector<float>& x0, float a, float b) {
   return host(x);
 }
 
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+// A solver's pieces: a tolerance written to device memory, the loop's decision (from a
+// tolerance by value, or from device memory), and one iteration.
+__global__ void set_value(float* dst, float value) { *dst = value; }
+__global__ void above(cugraphs::Condition c, const float* v, float tol) { c.set(*v > tol); }
+__global__ void above_stored(cugraphs::Condition c, const float* v, const float* tol) { c.set(*v > *tol); }
+__global__ void halve(float* v, int* iterations) {
+  *v *= 0.5f;
+  ++*iterations;
+}
+__global__ void nonzero(cugraphs::Condition c, const int* flag) { c.set(*flag != 0); }
+#endif
+
 }  // namespace
 
 TEST_CASE("verify_replay: a faithful step passes, and the state is one step on, not two", "[verify][gpu]") {
@@ -292,3 +305,143 @@ TEST_CASE("GraphedCallable::verify: a call checked against f run eagerly; a scal
   draw(twin, ref, 4, stream);
   CHECK(bitwise_equal(host(std::get<1>(call.static_outputs())), host(ref)));
 }
+
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+TEST_CASE("verify_replay of a step with a conditional scope: a tolerance the capture froze inside a While body is "
+          "found by a fresh capture; kept in device memory and set each solve, it passes and the node stays the "
+          "graph's",
+          "[verify][conditional][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  DeviceBuffer<float> v(1), tol_stored(1);
+  DeviceBuffer<int> iterations(1);
+  const auto start = [&] {
+    put(v, 1.0f);
+    put(iterations, 0);
+  };
+  float tol = 0.1f;  // the solve's tolerance, on the host
+
+  // The port's first try: the tolerance passed by value, in the body too.
+  const auto frozen = [&](CaptureScope& scope) {
+    auto cond = scope.make_condition();
+    above<<<1, 1, 0, scope.stream()>>>(cond, v.data(), tol);
+    cugraphs::ConditionalScope<cugraphs::While> loop(scope, cond);
+    halve<<<1, 1, 0, cugraphs::current_stream()>>>(v.data(), iterations.data());
+    above<<<1, 1, 0, cugraphs::current_stream()>>>(loop.condition(), v.data(), tol);
+  };
+  Graph g;
+  cugraphs::capture(g, frozen);
+  start();
+  cugraphs::verify_replay(g, frozen, v, iterations);
+  CHECK(get(v) == 0.0625f);  // one solve: 1, 0.5, 0.25, 0.125, 0.0625
+  CHECK(get(iterations) == 4);
+
+  tol = 0.01f;  // the next solve's
+  start();
+  const auto e = expect_error([&] { cugraphs::verify_replay(g, frozen, v, iterations); });
+  INFO(e.what());
+  const std::string text = e.what();
+  CHECK(contains(text, "the replay and a fresh capture of the step, replayed from the same state, differ"));
+  CHECK(contains(text, "state 0 (1 x float at "));
+  CHECK(contains(text, "replay 0.0625, eager 0.0078125"));  // 4 halvings against 7
+  CHECK(contains(text, "state 1"));                         // the iteration counts differ too
+  CHECK(contains(text, "in a conditional body too"));
+  CHECK(get(v) == 0.0625f);  // the state is the replay's
+  CHECK(get(iterations) == 4);
+
+  // The mend: the tolerance in device memory, written by a top-level kernel whose argument
+  // is set before each solve.
+  cugraphs::KernelNode<float*, float> set_tol;
+  const auto stored = [&](CaptureScope& scope) {
+    set_value<<<1, 1, 0, scope.stream()>>>(tol_stored.data(), tol);
+    set_tol = cugraphs::captured_kernel_node(set_value, scope.stream());
+    auto cond = scope.make_condition();
+    above_stored<<<1, 1, 0, scope.stream()>>>(cond, v.data(), tol_stored.data());
+    cugraphs::ConditionalScope<cugraphs::While> loop(scope, cond);
+    halve<<<1, 1, 0, cugraphs::current_stream()>>>(v.data(), iterations.data());
+    above_stored<<<1, 1, 0, cugraphs::current_stream()>>>(loop.condition(), v.data(), tol_stored.data());
+  };
+  tol = 0.1f;
+  Graph solver;
+  cugraphs::capture(solver, stored);
+  const std::size_t index = set_tol.index();
+  for (const float next : {0.01f, 0.3f}) {
+    tol = next;
+    solver.set_kernel_arg<1>(set_tol, tol);
+    start();
+    cugraphs::verify_replay(solver, stored, v, iterations);
+    CHECK(get(v) <= next);
+    CHECK(get(v) > next / 2);
+  }
+  CHECK(get(iterations) == 2);  // 1, 0.5, 0.25 for 0.3
+  // The handle the step stored during the fresh captures is still the solver's own.
+  CHECK(set_tol.index() == index);
+  CHECK(std::get<1>(set_tol.arguments()) == 0.3f);
+  solver.set_kernel_arg<1>(set_tol, 0.5f);
+  start();
+  solver.replay(stream);
+  CHECK(get(v) == 0.5f);
+  CHECK(get(iterations) == 1);
+
+  // A step that takes other nodes when captured again is refused before anything runs.
+  bool take_more = false;
+  cugraphs::KernelNode<float*, float> extra;
+  const auto shifting = [&](CaptureScope& scope) {
+    stored(scope);
+    if (!take_more) return;
+    set_value<<<1, 1, 0, scope.stream()>>>(tol_stored.data(), tol);
+    extra = cugraphs::captured_kernel_node(set_value, scope.stream());
+  };
+  Graph shifty;
+  cugraphs::capture(shifty, shifting);
+  take_more = true;
+  start();
+  CHECK(contains(expect_error([&] { cugraphs::verify_replay(shifty, shifting, v, iterations); }).what(),
+                 "took 2 kernel nodes there where the graph's capture took 1"));
+  CHECK(get(v) == 1.0f);  // untouched
+  CHECK(extra.empty());
+  shifty.replay(stream);  // still usable
+  CHECK(get(iterations) > 0);
+}
+
+TEST_CASE("verify_replay of a step with a conditional scope that draws: bitwise under each way of getting offsets, "
+          "and the generator goes on as the eager program's",
+          "[verify][conditional][rng][gpu]") {
+  for (const PerLaunch way : {PerLaunch::Auto, PerLaunch::Parameters, PerLaunch::Advance, PerLaunch::Ring}) {
+    INFO("per_launch " << static_cast<int>(way));
+    cugraphs::Stream stream;
+    cugraphs::StreamGuard on(stream);
+    Generator gen(99), twin(99);
+    DeviceBuffer<float> out(kN), ref(kN);
+    DeviceBuffer<int> steps(1), flag(1);
+    put(steps, 0);
+    put(flag, 1);
+    // A skipped step's pattern: the draw at the top level, the update under an If.
+    const auto step = [&](CaptureScope& scope) {
+      draw(gen, out, 4, scope.stream());
+      auto cond = scope.make_condition();
+      nonzero<<<1, 1, 0, scope.stream()>>>(cond, flag.data());
+      cugraphs::ConditionalScope<cugraphs::If> body(scope, cond);
+      add_to<<<1, 1, 0, cugraphs::current_stream()>>>(steps.data(), 1);
+    };
+    Graph g;
+    CaptureOptions co;
+    co.per_launch = way;
+    cugraphs::capture(g, step, co);
+    draw(gen, out, 4, stream);
+    draw(twin, ref, 4, stream);
+    for (int round = 0; round < 2; ++round) {
+      INFO("round " << round);
+      cugraphs::verify_replay(g, step, out, steps);
+      draw(twin, ref, 4, stream);
+      CHECK(gen.offset() == twin.offset());
+      CHECK(bitwise_equal(host(out), host(ref)));
+    }
+    g.replay(stream);
+    draw(twin, ref, 4, stream);
+    CHECK(bitwise_equal(host(out), host(ref)));
+    CHECK(gen.offset() == twin.offset());
+    CHECK(get(steps) == 3);  // two verified steps and one replay
+  }
+}
+#endif

@@ -244,6 +244,15 @@ template <class... P>
   k.launch_.sharedMemBytes = p.sharedMemBytes;
   k.args_ = std::make_shared<typename KernelNode<P...>::Arguments>(
       detail::read_kernel_args<std::remove_cvref_t<P>...>(p.kernelParams, std::index_sequence_for<P...>{}));
+  // In verify_replay's fresh capture of a step, the node its graph's capture took here: the
+  // handle the step stores stays the graph's (the same kernel, so the same argument types).
+  if (const detail::TakenNode* same = detail::note_taken_node(capture, {node, capture, *index, k.launch_, k.args_}, op)) {
+    k.node_ = same->node;
+    k.capture_ = same->capture;
+    k.index_ = same->index;
+    k.launch_ = same->launch;
+    k.args_ = std::static_pointer_cast<typename KernelNode<P...>::Arguments>(same->args);
+  }
   return k;
 }
 

@@ -3,7 +3,8 @@
 // looks right and only the values differ: a host value the capture froze (a scalar passed by
 // value that the program changes between steps, a cuBLAS scalar in host pointer mode, a branch
 // taken on the host), work that ran once at capture instead of in the graph, a draw the graph
-// makes differently. A port runs it once or twice in its tests, or at its first steps.
+// makes differently. A step that opens conditional scopes is checked against a fresh capture of
+// itself instead. A port runs it once or twice in its tests, or at its first steps.
 #pragma once
 
 #include <cugraphs/capture.hpp>
@@ -79,8 +80,6 @@ template <class T>
   return state_region(b.span());
 }
 
-template <class F>
-inline constexpr bool kNeverVerifiable = false;
 
 template <class S>
 concept VerifiableState = requires(const S& s) { detail::state_region(s); };
@@ -104,6 +103,9 @@ void compare_results(std::string_view op, std::string_view what, std::span<const
                      std::span<const std::vector<std::byte>> replay, std::span<const std::vector<std::byte>> eager,
                      const VerifyOptions& opts, std::string_view lead, std::string_view cause);
 
+// What verify_replay compared the replay with.
+enum class VerifyAgainst : unsigned char { EagerRun, FreshCapture };
+
 // verify_replay's steps around the user's step, not templates (verify.ipp): the checks and a
 // device copy of the state at construction; after the eager step, its results read back and
 // the state put back; then the replay, its results read back and compared.
@@ -119,9 +121,9 @@ public:
   void after_eager();
   // The state put back after a step that threw; failures reported, not thrown.
   void put_back() noexcept;
-  // Replays the graph, reads its results and compares them with the eager step's: an Error
-  // naming the first difference.
-  void replay_and_compare();
+  // Replays the graph, reads its results and compares them with the eager step's (or the
+  // fresh capture's replay): an Error naming the first difference.
+  void replay_and_compare(VerifyAgainst against = VerifyAgainst::EagerRun);
 
 private:
   // Queues the copies that put the state back as it was (no wait); the first failure.
@@ -135,6 +137,30 @@ private:
   std::vector<StateRegion> state_;
   std::vector<void*> saved_;  // device copies of the state as it was, one a non-empty region
   std::vector<std::vector<std::byte>> eager_;
+};
+
+// verify_replay's fresh capture of a step that takes the CaptureScope (Graph's friend).
+class FreshCapture {
+public:
+  // `step` captured as `graph`'s own capture was made, and instantiated; the KernelNodes it
+  // takes are handed back from the graph's capture (note_taken_node).
+  template <class F>
+  [[nodiscard]] static Graph of(Graph& graph, F& step) {
+    CaptureOptions co = graph.recapture_options("verify_replay");
+    co.instantiate = true;
+    FreshCaptureNodes nodes{&taken_nodes(graph)};
+    struct Restore {
+      FreshCaptureNodes* outer;
+      ~Restore() { tls_fresh_capture = outer; }
+    } restore{std::exchange(tls_fresh_capture, &nodes)};
+    return graph.recapture(step, co);
+  }
+  // Replays `fresh` on `stream`, then puts the generators it drew from back where they were
+  // (where nothing else moved them meanwhile), so that the graph's replay draws the same.
+  static void replay_drawing_again(Graph& fresh, cudaStream_t stream);
+
+private:
+  [[nodiscard]] static const std::vector<TakenNode>& taken_nodes(const Graph& graph);
 };
 
 }  // namespace detail
@@ -190,19 +216,40 @@ void verify_replay(Graph& graph, F&& step, const S&... state) {
   verify_replay(VerifyOptions{}, graph, step, state...);
 }
 
-/// A step that takes the CaptureScope (to open conditional scopes) cannot run outside a
-/// capture: a compile error that says so.
+/// A step that takes the CaptureScope (it opens conditional scopes: a convergence loop, a
+/// skipped optimizer step) cannot run eagerly, so it is checked against a fresh capture of
+/// itself: the step is captured again, as the graph's own capture was made (its pool, mode,
+/// stream and options), with the host values it reads now; that capture is replayed from the
+/// state, the state is put back, the graph is replayed and the two are compared, as above.
+/// It finds what the graph's capture froze and the step now records differently: a scalar
+/// passed by value to a kernel, inside a conditional body too, a host-mode cuBLAS scalar, a
+/// branch taken on the host. The step's host code runs once more, as a capture; the
+/// KernelNodes it takes there (captured_kernel_node) are the graph's own, handed back in the
+/// order the graph's capture took them (another kernel there, or more of them, is an Error),
+/// so handles the step stores stay valid. Random numbers drawn by the fresh capture's replay
+/// are taken back, and the graph's replay draws them again. The fresh capture is discarded.
 template <class F, class... S>
-  requires(!std::invocable<F&, cudaStream_t> && !std::invocable<F&> && std::invocable<F&, CaptureScope&>)
-void verify_replay(const VerifyOptions&, Graph&, F&&, const S&...) {
-  static_assert(detail::kNeverVerifiable<F>,
-                "cugraphs: verify_replay runs the step eagerly, outside any capture, so it takes the step as "
-                "step(cudaStream_t) or step(); a step that takes the CaptureScope (to open conditional scopes) "
-                "cannot run there: verify the parts outside its conditional scopes, or compare its results with "
-                "an eager program of your own");
+  requires(!std::invocable<F&, cudaStream_t> && !std::invocable<F&> && std::invocable<F&, CaptureScope&> &&
+           (detail::VerifiableState<S> && ...))
+void verify_replay(const VerifyOptions& opts, Graph& graph, F&& step, const S&... state) {
+  static_assert(sizeof...(S) > 0, "cugraphs: verify_replay needs the state the step writes (DeviceSpans or "
+                                  "DeviceBuffers) to compare");
+  detail::ReplayCheck check(graph, opts, {detail::state_region(state)...});
+  {
+    Graph fresh = detail::FreshCapture::of(graph, step);
+    CUGRAPHS_TRY {
+      detail::FreshCapture::replay_drawing_again(fresh, check.stream());
+    } CUGRAPHS_CATCH_ALL {
+      check.put_back();
+      CUGRAPHS_RETHROW;
+    }
+    check.after_eager();
+  }
+  check.replay_and_compare(detail::VerifyAgainst::FreshCapture);
 }
 template <class F, class... S>
-  requires(!std::invocable<F&, cudaStream_t> && !std::invocable<F&> && std::invocable<F&, CaptureScope&>)
+  requires(!std::invocable<F&, cudaStream_t> && !std::invocable<F&> && std::invocable<F&, CaptureScope&> &&
+           (detail::VerifiableState<S> && ...))
 void verify_replay(Graph& graph, F&& step, const S&... state) {
   verify_replay(VerifyOptions{}, graph, step, state...);
 }

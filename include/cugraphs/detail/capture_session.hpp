@@ -56,6 +56,7 @@ public:
   std::vector<std::string> collectives;           // collectives captured, in order (cugraphs/nccl.hpp)
   std::vector<std::pair<std::uintptr_t, std::size_t>> collective_buffers;  // their send and receive buffers
   std::vector<std::shared_ptr<void>> keep_alive;  // resources captured work uses; the Graph keeps them
+  std::vector<TakenNode> taken;                   // kernel nodes taken (captured_kernel_node), in order
   CurrentStreamStack streams;                     // the current streams this capture set on its thread
   ConditionalFrames frames;                       // open conditional nodes, innermost last
   DriverLog log;                                  // the driver's log position at capture_begin

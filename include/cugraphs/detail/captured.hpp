@@ -5,6 +5,7 @@
 #include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/detail/launch_ring.hpp>
 #include <cugraphs/detail/pool.hpp>
+#include <cugraphs/detail/session_api.hpp>
 #include <cugraphs/per_launch.hpp>
 
 #include <cuda_runtime_api.h>
@@ -30,6 +31,7 @@ struct Captured {
   PoolShare share;  // the graph's share of the pool it was captured into
   std::unique_ptr<LaunchRing> ring;
   std::vector<std::shared_ptr<void>> keep_alive;
+  std::vector<TakenNode> taken;  // the kernel nodes taken, in the order they were taken
 };
 
 }  // namespace cugraphs::detail

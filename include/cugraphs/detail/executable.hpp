@@ -129,6 +129,12 @@ public:
   [[nodiscard]] PerLaunch per_launch_asked() const noexcept { return per_launch_asked_; }
   // Whether launches check the DeviceBuffers the graph names (CaptureOptions::watch_buffers).
   [[nodiscard]] bool watches_buffers() const noexcept { return watch_buffers_; }
+  // The kernel nodes taken (captured_kernel_node) in the capture it runs, in order.
+  [[nodiscard]] const std::vector<TakenNode>& taken_nodes() const noexcept { return taken_; }
+  // The generators its launches draw from, each with how far a launch advances it.
+  [[nodiscard]] std::vector<std::pair<std::shared_ptr<GeneratorState>, std::uint64_t>> generators() const {
+    return ring_ ? ring_->generators() : std::vector<std::pair<std::shared_ptr<GeneratorState>, std::uint64_t>>{};
+  }
   // How launches get their per-launch values; Auto when the graph takes none.
   [[nodiscard]] PerLaunch per_launch() const noexcept {
     return !ring_                 ? PerLaunch::Auto
@@ -213,6 +219,7 @@ private:
   std::vector<NamedBuffer> named_;
   std::uint64_t named_seen_ = 0;
   std::vector<std::shared_ptr<void>> keep_alive_;  // what captured work uses (keep_alive_with_capture)
+  std::vector<TakenNode> taken_;                   // the kernel nodes taken in the capture graph_ holds
   std::uint64_t current_capture_ = 0;              // the capture graph_ holds
   std::uint64_t instantiated_capture_ = 0;         // the capture exec_ was instantiated from
   cudaStream_t upload_stream_ = nullptr;

@@ -99,6 +99,14 @@ public:
     std::uint64_t seed;  // captured_seed of the generator's index in the graph
   };
   [[nodiscard]] Draw draw(const std::shared_ptr<GeneratorState>& g, std::uint64_t reserved, std::string_view op);
+  // The generators recorded, in the order of their words, each with how far a launch
+  // advances it.
+  [[nodiscard]] std::vector<std::pair<std::shared_ptr<GeneratorState>, std::uint64_t>> generators() const {
+    std::vector<std::pair<std::shared_ptr<GeneratorState>, std::uint64_t>> out;
+    out.reserve(uses_.size());
+    for (const Use& u : uses_) out.emplace_back(u.generator, u.increment);
+    return out;
+  }
 
   // Readies staging of one input address per static input per launch (once per graph);
   // `in_place`: InputMode::InPlace (argument_sites.hpp); `unread_is_error`: the capture's end

@@ -57,6 +57,34 @@ CUGRAPHS_INLINE void take_back_draws(std::span<const DrawnInWarmUp> drawn) noexc
 enum class EagerRun : unsigned char { WarmUp, Verify };
 inline thread_local EagerRun tls_eager_run = EagerRun::WarmUp;
 
+// A kernel node taken with captured_kernel_node() in a capture, as the KernelNode handed out
+// holds it (its arguments type-erased, shared with it). The executable keeps those of the
+// capture it runs: verify_replay's fresh capture of a step hands the same KernelNodes back,
+// so that the handles the step stores stay the graph's.
+struct TakenNode {
+  cudaGraphNode_t node = nullptr;
+  std::uint64_t capture = 0;
+  std::size_t index = 0;
+  cudaKernelNodeParams launch{};  // function, grid, block, shared memory (no arguments)
+  std::shared_ptr<void> args;     // the KernelNode's arguments
+};
+
+// While verify_replay captures a step afresh on this thread (the outermost capture): the
+// nodes the graph's own capture took, to hand back in the order they were taken.
+struct FreshCaptureNodes {
+  const std::vector<TakenNode>* graph_nodes = nullptr;
+  std::size_t next = 0;
+};
+inline thread_local FreshCaptureNodes* tls_fresh_capture = nullptr;
+class FreshCapture;  // verify.hpp: makes the fresh capture
+
+// Notes `taken`, just taken in capture `capture`, with that capture. In verify_replay's fresh
+// capture, returns the node the graph's own capture took in its place (as many nodes before
+// it, the same kernel), whose KernelNode captured_kernel_node then hands out; an Error where
+// the step took another kernel there, or more nodes (session_api.ipp).
+[[nodiscard]] CUGRAPHS_INLINE const TakenNode* note_taken_node(std::uint64_t capture, TakenNode taken,
+                                                               std::string_view op);
+
 // While it lives, this thread's draws are noted (tls_warm_up_draws); its end, also by an
 // exception, takes them back.
 class TakeBackDraws {

@@ -94,6 +94,7 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
     c.share = std::move(share);
     c.ring = std::move(ring);
     c.keep_alive = std::move(keep_alive);
+    c.taken = std::move(taken);
     return c;
   }
   if (c.graph != nullptr) report_in_destructor(cudaGraphDestroy(c.graph), "cudaGraphDestroy");

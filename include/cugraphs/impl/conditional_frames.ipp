@@ -82,9 +82,11 @@ CUGRAPHS_INLINE std::uint64_t ConditionalFrames::open(ConditionalKind kind, Cond
                    source.initial);
     if (kind == ConditionalKind::While && source.initial == 0)
       throw_misuse(op, "a While node whose condition is set by kernels and starts at 0 (SetByKernels{{0}}) never "
-                       "runs its body: only kernels inside the body get the condition. Start it at 1 "
-                       "(SetByKernels{{1}}: the body runs once, then as its kernels say), or make it before the "
-                       "node with CaptureScope::make_condition() and set it from a kernel captured before the scope");
+                       "runs its body: only kernels inside the body get the condition. For a while loop (which may "
+                       "run no iteration: a solve already converged), make the condition before the node with "
+                       "CaptureScope::make_condition(), set it from a kernel captured before the scope and open the "
+                       "scope with it; SetByKernels{{1}} makes a do-while instead (the body always runs once, then "
+                       "as its kernels say)");
   }
   ConditionalFrame f;
   f.id = next_capture_id();
@@ -246,10 +248,12 @@ CUGRAPHS_INLINE void ConditionalFrames::check_parent_untouched(const Conditional
   if (nodes != f.parent_nodes)
     throw_misuse(op, "{} node(s) were added to the enclosing graph ({}) while the conditional body was open, "
                      "by a stream other than the body's that captures into that graph (a stream forked from the "
-                     "enclosing one before the scope opened); they would run beside the conditional node, once a "
-                     "replay, not in the body. Inside a conditional scope launch on current_stream() or the "
-                     "scope's stream() ({}), or fork the other stream from it inside the scope; the capture was "
-                     "aborted",
+                     "enclosing one before the scope opened; the stream current when the capture began is one, "
+                     "joined in by the escape check, so a library handle still bound to it with cublasSetStream "
+                     "lands here); they would run beside the conditional node, once a replay, not in the body. "
+                     "Inside a conditional scope launch on current_stream() or the scope's stream() ({}), or fork "
+                     "the other stream from it inside the scope; let library handles follow the current stream "
+                     "(cugraphs::cublas::Follow, CurrentStreamListener); the capture was aborted",
                  nodes - std::min(nodes, f.parent_nodes),
                  f.parent == top_ ? "the capture's top-level graph" : "the enclosing conditional body",
                  static_cast<const void*>(f.stream));

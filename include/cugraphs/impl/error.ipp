@@ -164,7 +164,10 @@ CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
              "cudaMemcpy/cudaMemset, or a library call on stream 0). " + escape_message();
     case cudaErrorCapturedEvent:
       return " Likely cause: an event recorded in a capturing stream was queried or "
-             "synchronized. Remedy: query events only outside the capture.";
+             "synchronized, inside the capture or after it (the capture recorded no event there: "
+             "the record became part of the graph's order, not a fence the host can wait on). "
+             "Remedy: record the event after replay() on the replay's stream, or capture the "
+             "record as a node with cudaEventRecordWithFlags(e, s, cudaEventRecordExternal).";
     case cudaErrorStreamCaptureWrongThread:
       return " Likely cause: the capture was ended on another thread than the one that began "
              "it. Remedy: end it on the same thread, or capture with CaptureMode::Relaxed.";

@@ -39,6 +39,7 @@ CUGRAPHS_INLINE void Executable::hold(Captured&& c, const Pool* pool, std::uint6
   }
   ring_ = std::move(c.ring);
   keep_alive_.insert(keep_alive_.end(), c.keep_alive.begin(), c.keep_alive.end());
+  taken_ = std::move(c.taken);
   current_capture_ = id;
   device_launch_ = c.device_launch;
   updatable_nodes_ = c.updatable_nodes;
@@ -254,6 +255,7 @@ CUGRAPHS_INLINE void Executable::reset() noexcept {
   identity_nodes_.clear();
   functions_.clear();
   named_.clear();
+  taken_.clear();
   keep_alive_.clear();  // after the executable: its replays used them
   status_.reset();
   device_launch_ = updatable_nodes_ = handed_out_ = launched_ = false;
@@ -329,6 +331,7 @@ CUGRAPHS_INLINE void Executable::adopt(Executable& source, bool instantiated) no
   graph_ = std::move(source.graph_);
   named_ = std::move(source.named_);
   named_seen_ = source.named_seen_;
+  taken_ = std::move(source.taken_);
   watch_buffers_ = source.watch_buffers_;
   per_launch_asked_ = source.per_launch_asked_;
   current_capture_ = std::exchange(source.current_capture_, 0);
@@ -369,6 +372,7 @@ CUGRAPHS_INLINE void Executable::take(Executable& o) noexcept {
   functions_ = std::move(o.functions_);
   named_ = std::move(o.named_);
   named_seen_ = o.named_seen_;
+  taken_ = std::move(o.taken_);
   current_capture_ = std::exchange(o.current_capture_, 0);
   instantiated_capture_ = std::exchange(o.instantiated_capture_, 0);
   upload_stream_ = o.upload_stream_;

@@ -54,7 +54,9 @@ CUGRAPHS_INLINE std::uint64_t capture_of_stream(cudaStream_t stream, cudaGraph_t
     for (const auto& f : c->frames.open_frames())
       if (f.stream == stream && f.active >= 0)
         throw_misuse(op, "the stream captures a conditional body; nodes inside conditional bodies cannot be "
-                         "changed in the executable: take nodes of the top-level capture");
+                         "changed in the executable: take nodes of the top-level capture. A value the body needs "
+                         "each replay goes into device memory, written by a top-level kernel whose argument you "
+                         "set, and read there by the body's kernels");
   }
   if (capture == nullptr && active) {
     // A stream forked from a capture's stream (it waited on an event recorded there): it
@@ -73,6 +75,28 @@ CUGRAPHS_INLINE std::uint64_t capture_of_stream(cudaStream_t stream, cudaGraph_t
                        "cache makes before capturing it, GraphedOptions::warmup_iters): take the node only where "
                        "is_current_stream_capturing(), or set warmup_iters = 0");
   return capture->id;
+}
+
+CUGRAPHS_INLINE const TakenNode* note_taken_node(std::uint64_t capture, TakenNode taken, std::string_view op) {
+  CaptureSession* s = CaptureSession::find(capture);
+  if (s == nullptr) return nullptr;  // found open a moment ago, by capture_of_stream
+  const bool fresh = tls_fresh_capture != nullptr && !tls_captures.empty() && tls_captures.front() == s;
+  const void* func = taken.launch.func;
+  s->taken.push_back(std::move(taken));
+  if (!fresh) return nullptr;
+  FreshCaptureNodes& f = *tls_fresh_capture;
+  const std::size_t i = f.next++;
+  if (i >= f.graph_nodes->size())
+    throw_misuse(op, "verify_replay captured the step again, and it took {} kernel nodes there where the graph's "
+                     "capture took {}: a step must take the same nodes each time it is captured",
+                 i + 1, f.graph_nodes->size());
+  const TakenNode& same = (*f.graph_nodes)[i];
+  if (same.launch.func != func)
+    throw_misuse(op, "verify_replay captured the step again, and kernel node {} it took there (counting from 0) runs "
+                     "another kernel than node {} the graph's capture took: a step must take the same nodes each "
+                     "time it is captured",
+                 i, i);
+  return &same;
 }
 
 CUGRAPHS_INLINE void destroy(CaptureSession* s) noexcept { delete s; }

@@ -5,6 +5,7 @@
 
 #include <cugraphs/verify.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/executable.hpp>  // the executable's taken nodes and generators
 #include <cugraphs/detail/format.hpp>
 #include <cugraphs/error.hpp>
 #include <cugraphs/rng.hpp>  // take_back_draws, which verify_replay's eager run calls
@@ -14,6 +15,7 @@
 #include <cstdint>
 #include <cstring>
 #include <limits>
+#include <mutex>
 
 namespace cugraphs::detail {
 
@@ -219,12 +221,24 @@ CUGRAPHS_INLINE void ReplayCheck::put_back() noexcept {
   }
 }
 
-CUGRAPHS_INLINE void ReplayCheck::replay_and_compare() {
+CUGRAPHS_INLINE void ReplayCheck::replay_and_compare(VerifyAgainst against) {
   using verify_detail::kOp;
   graph_.replay(stream_);
   std::vector<std::vector<std::byte>> replayed;
   replayed.reserve(state_.size());
   for (const StateRegion& r : state_) replayed.push_back(read_back(r, stream_, kOp));
+  if (against == VerifyAgainst::FreshCapture) {
+    compare_results(kOp, "state", state_, replayed, eager_, opts_,
+                    "the replay and a fresh capture of the step, replayed from the same state, differ (\"eager\" below "
+                    "is the fresh capture's)",
+                    "The graph's capture froze something the step records differently now: a host value read at "
+                    "capture and changed since (a kernel argument, in a conditional body too: keep it in device "
+                    "memory, written by a top-level kernel whose argument set_kernel_arg sets each step; a cuBLAS "
+                    "scalar in host pointer mode), a branch taken on the host; or the step writes memory not given "
+                    "as state (give every buffer it writes and reads back), or its results depend on the order of "
+                    "atomics (VerifyOptions::atol, rtol). The state is the replay's");
+    return;
+  }
   compare_results(kOp, "state", state_, replayed, eager_, opts_,
                   "the replay and the step run eagerly from the same state differ",
                   "The capture froze or missed something the step does now: a host value read at capture and changed since (a kernel "
@@ -232,6 +246,27 @@ CUGRAPHS_INLINE void ReplayCheck::replay_and_compare() {
                   "host pointer mode), a branch taken on the host, work that ran once at capture; or the step "
                   "writes memory not given as state (give every buffer it writes and reads back), or its results "
                   "depend on the order of atomics (VerifyOptions::atol, rtol). The state is the replay's");
+}
+
+CUGRAPHS_INLINE const std::vector<TakenNode>& FreshCapture::taken_nodes(const Graph& graph) {
+  return graph.view().exec.taken_nodes();
+}
+
+CUGRAPHS_INLINE void FreshCapture::replay_drawing_again(Graph& fresh, cudaStream_t stream) {
+  struct Before {
+    std::shared_ptr<GeneratorState> state;
+    std::uint64_t seed, offset, increment;
+  };
+  std::vector<Before> before;
+  for (auto& [state, increment] : fresh.view().exec.generators()) {
+    std::lock_guard lock(state->m);
+    before.push_back({state, state->seed, state->offset, increment});
+  }
+  fresh.replay(stream);
+  for (const Before& b : before) {
+    std::lock_guard lock(b.state->m);
+    if (b.state->seed == b.seed && b.state->offset == b.offset + b.increment) b.state->offset = b.offset;
+  }
 }
 
 }  // namespace cugraphs::detail
