@@ -214,7 +214,7 @@ public:
 private:
   friend class GraphSet;        // checks every member's buffers before it launches any (check_buffers)
   friend class DeviceDispatch;  // checks its buckets' buffers, which the device launches
-  friend class detail::FreshCapture;  // verify_replay: the step captured again as this graph's capture was
+  friend class detail::VerifyAccess;  // verify_replay: the buffers it names, the step captured again
 
   [[noreturn]] void not_replayable(std::string_view op) const;
   // Refuses, as replay would, a graph that names a DeviceBuffer freed since its capture.

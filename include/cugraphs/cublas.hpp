@@ -25,8 +25,9 @@ namespace cugraphs::cublas {
 
 /// How a Handle or a Follow provisions the workspace it gives cuBLAS on each stream.
 struct HandleOptions {
-  /// Bytes of device memory per stream followed (32 MiB, cuBLAS's advice for Hopper); 0 gives
-  /// cuBLAS no workspace, so it picks algorithms that need none.
+  /// Bytes of device memory per stream followed, and per stream a capture uses (each graph
+  /// holds its own: 32 MiB, cuBLAS's advice for Hopper, for each stream of its capture); 0
+  /// gives cuBLAS no workspace, so it picks algorithms that need none.
   std::size_t workspace_bytes = std::size_t{32} << 20;
 };
 
@@ -42,10 +43,10 @@ inline void check(cublasStatus_t s, std::string_view op) {
 /// the current_stream() of the thread that made it: a CaptureScope, a conditional body or
 /// a StreamGuard re-binds it, so GEMMs issued through it land where the current stream is,
 /// inside conditional bodies too. Each stream gets a workspace of its own (HandleOptions),
-/// which each graph captured through the Handle keeps alive as long as the graph lives (the
-/// Handle may go first); replay graphs that share a stream's workspace in order, never
-/// concurrently. Use and destroy it on the thread that made it, with its device current.
-/// Move-only.
+/// and each capture one of its own on every stream it captures on, which the graph keeps
+/// alive as long as it lives (the Handle may go first): graphs share no workspace, so their
+/// replays may run at the same time on different streams. Use and destroy it on the thread
+/// that made it, with its device current. Move-only.
 class Handle {
 public:
   /// A new handle on the current device, bound to current_stream() with its workspace.

@@ -107,8 +107,9 @@ void compare_results(std::string_view op, std::string_view what, std::span<const
 enum class VerifyAgainst : unsigned char { EagerRun, FreshCapture };
 
 // verify_replay's steps around the user's step, not templates (verify.ipp): the checks and a
-// device copy of the state at construction; after the eager step, its results read back and
-// the state put back; then the replay, its results read back and compared.
+// device copy of the state at construction (with every DeviceBuffer the graph names that the
+// state does not hold, put back too but not compared); after the eager step, its results read
+// back and the state put back; then the replay, its results read back and compared.
 class ReplayCheck {
 public:
   ReplayCheck(Graph& graph, const VerifyOptions& opts, std::vector<StateRegion> state);
@@ -134,14 +135,18 @@ private:
   Graph& graph_;
   VerifyOptions opts_;
   cudaStream_t stream_ = nullptr;
-  std::vector<StateRegion> state_;
-  std::vector<void*> saved_;  // device copies of the state as it was, one a non-empty region
+  std::vector<StateRegion> state_;  // the state given, then the unlisted buffers the graph names
+  std::size_t listed_ = 0;          // how many regions were given (compared)
+  std::vector<void*> saved_;        // device copies of the regions as they were, one a non-empty region
   std::vector<std::vector<std::byte>> eager_;
 };
 
-// verify_replay's fresh capture of a step that takes the CaptureScope (Graph's friend).
-class FreshCapture {
+// What verify_replay reads of a Graph, and its fresh capture of a step that takes the
+// CaptureScope (Graph's friend).
+class VerifyAccess {
 public:
+  // The DeviceBuffers (allocated outside captures) that `graph`'s nodes name, once each.
+  [[nodiscard]] static std::vector<StateRegion> named_buffers(const Graph& graph);
   // `step` captured as `graph`'s own capture was made, and instantiated; the KernelNodes it
   // takes are handed back from the graph's capture (note_taken_node).
   template <class F>
@@ -182,6 +187,10 @@ private:
 /// work that ran once at capture instead of in the graph; state missing from `state` (a
 /// buffer the step writes and reads again is then written twice: list every one); results
 /// that depend on the order of atomics (opts.atol, opts.rtol).
+///
+/// Every other DeviceBuffer the graph's kernels name (an optimizer's step count, a loss
+/// scale's tracker left out of `state`) is copied and put back too, so that the check leaves
+/// it one step on as well; only `state` is compared.
 ///
 /// An Error before anything runs for a capture open on this thread or a capturing stream (the
 /// runs would be captured), a graph with no executable, a null region of non-zero size or a
@@ -236,9 +245,9 @@ void verify_replay(const VerifyOptions& opts, Graph& graph, F&& step, const S&..
                                   "DeviceBuffers) to compare");
   detail::ReplayCheck check(graph, opts, {detail::state_region(state)...});
   {
-    Graph fresh = detail::FreshCapture::of(graph, step);
+    Graph fresh = detail::VerifyAccess::of(graph, step);
     CUGRAPHS_TRY {
-      detail::FreshCapture::replay_drawing_again(fresh, check.stream());
+      detail::VerifyAccess::replay_drawing_again(fresh, check.stream());
     } CUGRAPHS_CATCH_ALL {
       check.put_back();
       CUGRAPHS_RETHROW;

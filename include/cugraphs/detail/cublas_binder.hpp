@@ -112,7 +112,7 @@ public:
       if (!workspaces_.known(s)) check_device(s, op);
       bind(s);
       if (failure_.step != nullptr) report(op);
-      if (bound_) (void)cugraphs::detail::keep_alive_with_capture(workspaces_.shared(stream_));
+      if (bound_) (void)cugraphs::detail::keep_alive_with_capture(workspaces_.shared(stream_, capture_));
     }
     return handle_;
   }
@@ -141,10 +141,11 @@ private:
   static void on_change(void* self, cudaStream_t s) noexcept {
     auto* b = static_cast<Binder*>(self);
     if (b->orphaned_.load(std::memory_order_acquire)) return;
-    if (!(b->bound_ && s == b->stream_)) b->follow(s);
+    // The same stream in another capture (or none now) takes that capture's workspace.
+    if (!(b->bound_ && s == b->stream_ && capture_of(s) == b->capture_)) b->follow(s);
     // Inside a capture (a scope or body opening), the graph keeps the workspace its GEMMs
     // will use, so that destroying the handle first cannot free it under a replay.
-    if (b->bound_) (void)cugraphs::detail::keep_alive_with_capture(b->workspaces_.shared(b->stream_));
+    if (b->bound_) (void)cugraphs::detail::keep_alive_with_capture(b->workspaces_.shared(b->stream_, b->capture_));
   }
 
   void follow(cudaStream_t s) noexcept {
@@ -173,7 +174,8 @@ private:
   void bind(cudaStream_t s) noexcept {
     bound_ = false;
     void* memory = nullptr;
-    const cudaError_t e = workspaces_.for_stream(s, memory);
+    const unsigned long long capture = capture_of(s);
+    const cudaError_t e = workspaces_.for_stream(s, capture, memory);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();  // leave no stale error for the next unrelated check
       remember({"allocating the stream's workspace (cudaMalloc of HandleOptions::workspace_bytes)", e,
@@ -190,6 +192,7 @@ private:
       return;
     }
     stream_ = s;
+    capture_ = capture;
     bound_ = true;
   }
 
@@ -281,6 +284,7 @@ private:
   Claim claim_;
   Failure failure_{};
   cudaStream_t stream_ = nullptr;  // the stream bound now, when bound_
+  unsigned long long capture_ = 0;  // the capture it recorded into when bound (capture_of), or 0
   bool bound_ = false;
   std::atomic<bool> orphaned_{false};
   CurrentStreamListener listener_;  // last: registered once everything else is ready

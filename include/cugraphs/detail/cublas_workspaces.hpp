@@ -55,9 +55,27 @@ private:
   return cudaStreamGetDevice(s, &dev);
 }
 
+// The capture `s` records into now (CUDA's id of it), or 0 where it records into none. Never
+// throws.
+[[nodiscard]] inline unsigned long long capture_of(cudaStream_t s) noexcept {
+  if (cugraphs::detail::is_default_stream(s)) return 0;
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  unsigned long long id = 0;
+  if (cudaStreamGetCaptureInfo(s, &status, &id) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return status == cudaStreamCaptureStatusActive ? id : 0;
+}
+
 // One block of plain device memory (cudaMalloc, outside every graph pool) for each stream
-// followed, freed when the set is. cudaMalloc runs in relaxed capture mode: legal while a
-// capture is open on this thread, and never part of the graph.
+// followed, and for a capturing stream one for each capture: graphs captured one after the
+// other on the same stream (the thread's capture stream, a body's) would otherwise share a
+// block, and replays of them on two streams at once would race in it (wrong dot products,
+// silently). The block of a capture that has ended is let go when its stream is bound in
+// the next one (the graph keeps it as long as it lives). Freed when the set is. cudaMalloc
+// runs in relaxed capture mode: legal while a capture is open on this thread, and never
+// part of the graph.
 class Workspaces {
 public:
   Workspaces(int dev, std::size_t bytes) noexcept : device_(dev), bytes_(bytes) {}
@@ -65,15 +83,17 @@ public:
   Workspaces(const Workspaces&) = delete;
   Workspaces& operator=(const Workspaces&) = delete;
 
-  // The workspace of `s`, allocated on first use (null when bytes() is 0). A failure is
-  // returned, not thrown.
-  [[nodiscard]] cudaError_t for_stream(cudaStream_t s, void*& memory) noexcept {
+  // The workspace of `s` in capture `capture` (capture_of; 0 outside any), allocated on
+  // first use (null when bytes() is 0). A failure is returned, not thrown.
+  [[nodiscard]] cudaError_t for_stream(cudaStream_t s, unsigned long long capture, void*& memory) noexcept {
     memory = nullptr;
     for (const Entry& e : entries_)
-      if (e.stream == s) {
+      if (e.stream == s && e.capture == capture) {
         memory = e.memory.get();
         return cudaSuccess;
       }
+    // The blocks of captures of `s` that have ended: their graphs hold them.
+    std::erase_if(entries_, [&](const Entry& e) { return e.stream == s && e.capture != 0; });
     if (bytes_ != 0) {
       QuietDeviceGuard on(device_);
       if (on.error() != cudaSuccess) return on.error();
@@ -92,7 +112,7 @@ public:
         RelaxedCaptureMode relaxed;
         cugraphs::detail::report_in_destructor(cudaFree(p), "cudaFree (a cuBLAS workspace)");
       });
-      entries_.push_back({s, std::move(block)});
+      entries_.push_back({s, capture, std::move(block)});
     } CUGRAPHS_CATCH_ALL {  // out of host memory: the deleter gave the block back
       memory = nullptr;
       return cudaErrorMemoryAllocation;
@@ -100,10 +120,10 @@ public:
     return cudaSuccess;
   }
 
-  // The block of `s`, shared (null when none).
-  [[nodiscard]] std::shared_ptr<void> shared(cudaStream_t s) const noexcept {
+  // The block of `s` in capture `capture`, shared (null when none).
+  [[nodiscard]] std::shared_ptr<void> shared(cudaStream_t s, unsigned long long capture) const noexcept {
     for (const Entry& e : entries_)
-      if (e.stream == s) return e.memory;
+      if (e.stream == s && e.capture == capture) return e.memory;
     return nullptr;
   }
 
@@ -121,6 +141,7 @@ public:
 private:
   struct Entry {
     cudaStream_t stream;
+    unsigned long long capture;  // 0: outside any capture
     std::shared_ptr<void> memory;
   };
   int device_;

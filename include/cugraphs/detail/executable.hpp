@@ -129,6 +129,8 @@ public:
   [[nodiscard]] PerLaunch per_launch_asked() const noexcept { return per_launch_asked_; }
   // Whether launches check the DeviceBuffers the graph names (CaptureOptions::watch_buffers).
   [[nodiscard]] bool watches_buffers() const noexcept { return watch_buffers_; }
+  // The DeviceBuffers its graph's nodes name (watches_buffers()), by node.
+  [[nodiscard]] const std::vector<NamedBuffer>& buffers_named() const noexcept { return named_; }
   // The kernel nodes taken (captured_kernel_node) in the capture it runs, in order.
   [[nodiscard]] const std::vector<TakenNode>& taken_nodes() const noexcept { return taken_; }
   // The generators its launches draw from, each with how far a launch advances it.

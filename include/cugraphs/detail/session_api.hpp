@@ -76,7 +76,7 @@ struct FreshCaptureNodes {
   std::size_t next = 0;
 };
 inline thread_local FreshCaptureNodes* tls_fresh_capture = nullptr;
-class FreshCapture;  // verify.hpp: makes the fresh capture
+class VerifyAccess;  // verify.hpp: what verify_replay reads of a Graph, and its fresh capture
 
 // Notes `taken`, just taken in capture `capture`, with that capture. In verify_replay's fresh
 // capture, returns the node the graph's own capture took in its place (as many nodes before

@@ -10,7 +10,9 @@
 #include <cugraphs/error.hpp>
 #include <cugraphs/rng.hpp>  // take_back_draws, which verify_replay's eager run calls
 
+#include <algorithm>
 #include <bit>
+#include <functional>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -156,7 +158,7 @@ CUGRAPHS_INLINE void compare_results(std::string_view op, std::string_view what,
 
 CUGRAPHS_INLINE ReplayCheck::ReplayCheck(Graph& graph, const VerifyOptions& opts, std::vector<StateRegion> state)
     : graph_(graph), opts_(opts), stream_(opts.stream != nullptr ? opts.stream : current_stream()),
-      state_(std::move(state)) {
+      state_(std::move(state)), listed_(state_.size()) {
   using verify_detail::kOp;
   if (innermost_capture() != nullptr || is_capturing(stream_))
     throw_misuse(kOp, "a capture is open {}: the step's eager run and the replay would be captured instead of "
@@ -170,6 +172,17 @@ CUGRAPHS_INLINE ReplayCheck::ReplayCheck(Graph& graph, const VerifyOptions& opts
   for (std::size_t i = 0; i < state_.size(); ++i)
     if (state_[i].data == nullptr && state_[i].bytes > 0)
       throw_misuse(kOp, "state {} is a null pointer with {} bytes", i, state_[i].bytes);
+  // The buffers the graph names that the state does not hold: run twice (the step, then the
+  // replay) they would be two steps on, and a step count or a scale left out would drift.
+  for (const StateRegion& named : VerifyAccess::named_buffers(graph)) {
+    const auto inside = [&](const StateRegion& r) {
+      const auto* at = static_cast<const std::byte*>(named.data);
+      const auto* from = static_cast<const std::byte*>(r.data);
+      return r.data != nullptr && std::less_equal<>{}(from, at) && std::less_equal<>{}(at + named.bytes, from + r.bytes);
+    };
+    if (std::none_of(state_.begin(), state_.begin() + static_cast<std::ptrdiff_t>(listed_), inside))
+      state_.push_back(named);
+  }
   // The state as it is now, copied on the device, in the stream's order.
   saved_.reserve(state_.size());
   CUGRAPHS_TRY {
@@ -206,8 +219,8 @@ CUGRAPHS_INLINE cudaError_t ReplayCheck::queue_put_back() noexcept {
 
 CUGRAPHS_INLINE void ReplayCheck::after_eager() {
   using verify_detail::kOp;
-  eager_.reserve(state_.size());
-  for (const StateRegion& r : state_) eager_.push_back(read_back(r, stream_, kOp));
+  eager_.reserve(listed_);
+  for (std::size_t i = 0; i < listed_; ++i) eager_.push_back(read_back(state_[i], stream_, kOp));
   check(queue_put_back(), "{}: putting the state back", kOp);
   check(cudaStreamSynchronize(stream_), "{}: waiting for the eager step", kOp);
 }
@@ -225,10 +238,11 @@ CUGRAPHS_INLINE void ReplayCheck::replay_and_compare(VerifyAgainst against) {
   using verify_detail::kOp;
   graph_.replay(stream_);
   std::vector<std::vector<std::byte>> replayed;
-  replayed.reserve(state_.size());
-  for (const StateRegion& r : state_) replayed.push_back(read_back(r, stream_, kOp));
+  replayed.reserve(listed_);
+  for (std::size_t i = 0; i < listed_; ++i) replayed.push_back(read_back(state_[i], stream_, kOp));
+  const std::span<const StateRegion> listed(state_.data(), listed_);
   if (against == VerifyAgainst::FreshCapture) {
-    compare_results(kOp, "state", state_, replayed, eager_, opts_,
+    compare_results(kOp, "state", listed, replayed, eager_, opts_,
                     "the replay and a fresh capture of the step, replayed from the same state, differ (\"eager\" below "
                     "is the fresh capture's)",
                     "The graph's capture froze something the step records differently now: a host value read at "
@@ -239,7 +253,7 @@ CUGRAPHS_INLINE void ReplayCheck::replay_and_compare(VerifyAgainst against) {
                     "atomics (VerifyOptions::atol, rtol). The state is the replay's");
     return;
   }
-  compare_results(kOp, "state", state_, replayed, eager_, opts_,
+  compare_results(kOp, "state", listed, replayed, eager_, opts_,
                   "the replay and the step run eagerly from the same state differ",
                   "The capture froze or missed something the step does now: a host value read at capture and changed since (a kernel "
                   "argument: set_kernel_arg before each replay, or keep it in device memory; a cuBLAS scalar in "
@@ -248,11 +262,22 @@ CUGRAPHS_INLINE void ReplayCheck::replay_and_compare(VerifyAgainst against) {
                   "depend on the order of atomics (VerifyOptions::atol, rtol). The state is the replay's");
 }
 
-CUGRAPHS_INLINE const std::vector<TakenNode>& FreshCapture::taken_nodes(const Graph& graph) {
+CUGRAPHS_INLINE std::vector<StateRegion> VerifyAccess::named_buffers(const Graph& graph) {
+  std::vector<StateRegion> out;
+  std::vector<std::uint64_t> seen;
+  for (const NamedBuffer& b : graph.view().exec.buffers_named()) {
+    if (std::ranges::find(seen, b.id) != seen.end()) continue;
+    seen.push_back(b.id);
+    out.push_back({reinterpret_cast<const void*>(b.base), b.bytes, 1, StateKind::Bytes});
+  }
+  return out;
+}
+
+CUGRAPHS_INLINE const std::vector<TakenNode>& VerifyAccess::taken_nodes(const Graph& graph) {
   return graph.view().exec.taken_nodes();
 }
 
-CUGRAPHS_INLINE void FreshCapture::replay_drawing_again(Graph& fresh, cudaStream_t stream) {
+CUGRAPHS_INLINE void VerifyAccess::replay_drawing_again(Graph& fresh, cudaStream_t stream) {
   struct Before {
     std::shared_ptr<GeneratorState> state;
     std::uint64_t seed, offset, increment;
