@@ -54,6 +54,7 @@ __global__ void copy_flag(const bool* from, bool* to) { *to = *from; }
 __global__ void decide(cugraphs::Condition c, const int* value, int threshold) { c.set(*value > threshold); }
 __global__ void decide_from_char(cugraphs::Condition c, const char* value) { c.set(*value); }
 __global__ void pick_case(cugraphs::Condition c, const int* value) { c.set(*value % 3); }
+__global__ void write_flag(bool* flag, bool value) { *flag = value; }
 
 void launch_increment(int* x, cudaStream_t s) { increment<<<1, 1, 0, s>>>(x); }
 
@@ -800,4 +801,40 @@ TEST_CASE("Conditions: a condition made inside a body takes its initial value ea
   // Made under a StreamGuard of the step's own stream: the reset goes where the node goes.
   cugraphs::Stream side;
   check_nested_solve(true, side);
+}
+
+TEST_CASE("ConditionalScope: a flag written on another stream forked into the capture and not joined back is an "
+          "Error before the node is added; joined, the node reads what that stream wrote",
+          "[conditional][gpu]") {
+  // An engine's subsystem decides on its own stream; the scope opens on the capture stream.
+  // Before: the node read the flag before the subsystem's kernel ran, silently.
+  DeviceBuffer<bool> flag(1);
+  DeviceBuffer<int> hits(1);
+  cugraphs::Stream side;
+  cudaEvent_t fork = nullptr, join = nullptr;
+  cugraphs::check(cudaEventCreateWithFlags(&fork, cudaEventDisableTiming), "cudaEventCreate");
+  cugraphs::check(cudaEventCreateWithFlags(&join, cudaEventDisableTiming), "cudaEventCreate");
+  Graph g;
+  {
+    CaptureScope scope(g);
+    cugraphs::check(cudaEventRecord(fork, scope.stream()), "cudaEventRecord");
+    cugraphs::check(cudaStreamWaitEvent(side, fork), "cudaStreamWaitEvent");
+    write_flag<<<1, 1, 0, side>>>(flag.data(), true);
+    const auto e = expect_error([&] { ConditionalScope<cugraphs::If> body(scope, flag.data()); });
+    INFO(e.what());
+    CHECK(contains(e.what(), "has not waited for"));
+    CHECK(contains(e.what(), "write_flag"));
+    CHECK(contains(e.what(), "the capture goes on"));
+    cugraphs::check(cudaEventRecord(join, side), "cudaEventRecord");
+    cugraphs::check(cudaStreamWaitEvent(scope.stream(), join), "cudaStreamWaitEvent");
+    ConditionalScope<cugraphs::If> body(scope, flag.data());
+    increment<<<1, 1, 0, cugraphs::current_stream()>>>(hits.data());
+  }
+  put(flag, false);
+  put(hits, 0);
+  g.replay();
+  g.replay();
+  CHECK(get(hits) == 2);  // the side stream's true, read after it was written
+  cugraphs::check(cudaEventDestroy(fork), "cudaEventDestroy");
+  cugraphs::check(cudaEventDestroy(join), "cudaEventDestroy");
 }

@@ -405,6 +405,7 @@ TEST_CASE("verify_replay of a step with a conditional scope: a tolerance the cap
   Graph solver;
   cugraphs::capture(solver, stored);
   const std::size_t index = set_tol.index();
+  const cudaGraphNode_t native = set_tol.native();
   for (const float next : {0.01f, 0.3f}) {
     tol = next;
     solver.set_kernel_arg<1>(set_tol, tol);
@@ -416,6 +417,7 @@ TEST_CASE("verify_replay of a step with a conditional scope: a tolerance the cap
   CHECK(get(iterations) == 2);  // 1, 0.5, 0.25 for 0.3
   // The handle the step stored during the fresh captures is still the solver's own.
   CHECK(set_tol.index() == index);
+  CHECK(set_tol.native() == native);
   CHECK(std::get<1>(set_tol.arguments()) == 0.3f);
   solver.set_kernel_arg<1>(set_tol, 0.5f);
   start();

@@ -105,6 +105,12 @@ template <class F>
 Graph Graph::recapture(F& fn, const CaptureOptions& co) const {
   Graph next;
   detail::DeviceGuard on(device_);
+  // The capture is made for this graph: library resources kept per graph (cuBLAS
+  // workspaces) are this graph's (read and cleared by the capture's begin).
+  struct ForThisGraph {
+    ~ForThisGraph() { detail::tls_recapture_of = 0; }
+  } for_this_graph;
+  detail::tls_recapture_of = reinterpret_cast<std::uintptr_t>(core_.get());
   detail::capture_step(next, fn, co);
   return next;
 }

@@ -25,9 +25,9 @@ namespace cugraphs::cublas {
 
 /// How a Handle or a Follow provisions the workspace it gives cuBLAS on each stream.
 struct HandleOptions {
-  /// Bytes of device memory per stream followed, and per stream a capture uses (each graph
-  /// holds its own: 32 MiB, cuBLAS's advice for Hopper, for each stream of its capture); 0
-  /// gives cuBLAS no workspace, so it picks algorithms that need none.
+  /// Bytes of device memory per stream followed, and per stream a graph's capture uses (each
+  /// graph holds its own: 32 MiB, cuBLAS's advice for Hopper, for each such stream); 0 gives
+  /// cuBLAS no workspace, so it picks algorithms that need none.
   std::size_t workspace_bytes = std::size_t{32} << 20;
 };
 
@@ -43,9 +43,10 @@ inline void check(cublasStatus_t s, std::string_view op) {
 /// the current_stream() of the thread that made it: a CaptureScope, a conditional body or
 /// a StreamGuard re-binds it, so GEMMs issued through it land where the current stream is,
 /// inside conditional bodies too. Each stream gets a workspace of its own (HandleOptions),
-/// and each capture one of its own on every stream it captures on, which the graph keeps
-/// alive as long as it lives (the Handle may go first): graphs share no workspace, so their
-/// replays may run at the same time on different streams. Use and destroy it on the thread
+/// and each graph one of its own on every stream its capture uses (its recaptures and its
+/// bodies at one depth reuse it), which the graph keeps alive as long as it lives (the
+/// Handle may go first): graphs share no workspace, so their replays may run at the same
+/// time on different streams. Use and destroy it on the thread
 /// that made it, with its device current. Move-only.
 class Handle {
 public:
@@ -83,7 +84,8 @@ public:
   [[nodiscard]] cudaStream_t stream() const { return binder("cublas::Handle::stream").stream(); }
   /// The device the handle was made on.
   [[nodiscard]] int device() const { return binder("cublas::Handle::device").device(); }
-  /// How many workspaces the handle holds: one per stream it has followed.
+  /// How many workspaces the handle holds: one per stream it has followed outside captures,
+  /// and one per stream and graph inside them (while the graph lives).
   [[nodiscard]] std::size_t workspace_count() const { return binder("cublas::Handle::workspace_count").workspace_count(); }
 
 private:
@@ -128,7 +130,8 @@ public:
 
   /// The stream the handle is bound to now.
   [[nodiscard]] cudaStream_t stream() const { return binder("cublas::Follow::stream").stream(); }
-  /// How many workspaces the Follow holds: one per stream it has followed.
+  /// How many workspaces the Follow holds: one per stream it has followed outside captures,
+  /// and one per stream and graph inside them (while the graph lives).
   [[nodiscard]] std::size_t workspace_count() const { return binder("cublas::Follow::workspace_count").workspace_count(); }
 
 private:

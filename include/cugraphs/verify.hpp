@@ -43,6 +43,11 @@ struct VerifyOptions {
   /// bitwise always.
   double atol = 0;
   double rtol = 0;
+  /// Copy and put back, beside `state`, every other DeviceBuffer the graph's kernels name
+  /// (CaptureOptions::watch_buffers, on by default, records them), so that one the step
+  /// writes is left one step on, not two. Off: only `state` (a graph that names a large
+  /// read-only input, where the copy would not fit).
+  bool put_back_named = true;
 };
 
 namespace detail {
@@ -145,8 +150,9 @@ private:
 // CaptureScope (Graph's friend).
 class VerifyAccess {
 public:
-  // The DeviceBuffers (allocated outside captures) that `graph`'s nodes name, once each.
-  [[nodiscard]] static std::vector<StateRegion> named_buffers(const Graph& graph);
+  // The DeviceBuffers (allocated outside captures) that `graph`'s nodes name, once each,
+  // after refusing, as replay would, a graph that names one freed since its capture.
+  [[nodiscard]] static std::vector<StateRegion> named_buffers(Graph& graph);
   // `step` captured as `graph`'s own capture was made, and instantiated; the KernelNodes it
   // takes are handed back from the graph's capture (note_taken_node).
   template <class F>
@@ -154,10 +160,15 @@ public:
     CaptureOptions co = graph.recapture_options("verify_replay");
     co.instantiate = true;
     FreshCaptureNodes nodes{&taken_nodes(graph)};
+    // The draws noted since the last capture stay for the next real one to judge.
     struct Restore {
       FreshCaptureNodes* outer;
-      ~Restore() { tls_fresh_capture = outer; }
-    } restore{std::exchange(tls_fresh_capture, &nodes)};
+      EagerDraws draws;
+      ~Restore() {
+        tls_fresh_capture = outer;
+        tls_eager_draws = draws;
+      }
+    } restore{std::exchange(tls_fresh_capture, &nodes), tls_eager_draws};
     return graph.recapture(step, co);
   }
   // Replays `fresh` on `stream`, then puts the generators it drew from back where they were
@@ -190,7 +201,7 @@ private:
 ///
 /// Every other DeviceBuffer the graph's kernels name (an optimizer's step count, a loss
 /// scale's tracker left out of `state`) is copied and put back too, so that the check leaves
-/// it one step on as well; only `state` is compared.
+/// it one step on as well (VerifyOptions::put_back_named); only `state` is compared.
 ///
 /// An Error before anything runs for a capture open on this thread or a capturing stream (the
 /// runs would be captured), a graph with no executable, a null region of non-zero size or a
@@ -235,7 +246,9 @@ void verify_replay(Graph& graph, F&& step, const S&... state) {
 /// branch taken on the host. The step's host code runs once more, as a capture; the
 /// KernelNodes it takes there (captured_kernel_node) are the graph's own, handed back in the
 /// order the graph's capture took them (another kernel there, or more of them, is an Error),
-/// so handles the step stores stay valid. Random numbers drawn by the fresh capture's replay
+/// so handles the step stores stay valid. Whatever else the step keeps from its capture (a
+/// DeviceBuffer it allocates there, a host counter) is the fresh capture's: keep such things
+/// outside the step. Random numbers drawn by the fresh capture's replay
 /// are taken back, and the graph's replay draws them again. The fresh capture is discarded.
 template <class F, class... S>
   requires(!std::invocable<F&, cudaStream_t> && !std::invocable<F&> && std::invocable<F&, CaptureScope&> &&

@@ -437,6 +437,11 @@ bool walk_nodes(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
 // mode; leaves no error behind.
 [[nodiscard]] std::vector<NamedBuffer> named_buffers(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
                                                      std::string_view op);
+// The top-level nodes of `g` that may write memory in [from, to): a kernel given an argument
+// word there (it may read it only: a kernel's arguments do not say), a copy or memset whose
+// destination starts there. Queries in relaxed capture mode; none where the graph cannot be
+// read; leaves no error behind.
+[[nodiscard]] std::vector<cudaGraphNode_t> nodes_writing(cudaGraph_t g, std::uintptr_t from, std::uintptr_t to);
 // Appends the 8-byte words of `bytes` (a trailing part shorter than 8 bytes is left).
 void append_words(std::span<const std::byte> bytes, std::vector<std::uint64_t>& out);
 // Appends the 8-byte words of a kernel's arguments, `args` laid out as `params` says.

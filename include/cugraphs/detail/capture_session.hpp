@@ -57,6 +57,9 @@ public:
   std::vector<std::pair<std::uintptr_t, std::size_t>> collective_buffers;  // their send and receive buffers
   std::vector<std::shared_ptr<void>> keep_alive;  // resources captured work uses; the Graph keeps them
   std::vector<TakenNode> taken;                   // kernel nodes taken (captured_kernel_node), in order
+  // The graph the capture is for (its GraphCore's address; for a recapture that update() or
+  // verify_replay applies, the graph updated): libraries key per-graph resources by it.
+  std::uint64_t workspace_key = 0;
   CurrentStreamStack streams;                     // the current streams this capture set on its thread
   ConditionalFrames frames;                       // open conditional nodes, innermost last
   DriverLog log;                                  // the driver's log position at capture_begin

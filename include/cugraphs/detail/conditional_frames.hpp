@@ -120,6 +120,12 @@ private:
   // holds the allocation node.
   void check_flag_readable(const void* flag, std::string_view op);
 
+  // Refuses a flag that a node of the graph may write (a kernel given its address, a copy or
+  // memset into it) where `stream`, on which the node will read it, does not follow that
+  // node: work on another stream forked into the capture and not joined back. The node would
+  // read the flag before that work, silently.
+  void check_flag_written_before(cudaStream_t stream, const void* flag, std::size_t bytes, std::string_view op);
+
   // Refuses work captured on the enclosing stream (the one that was current when the scope
   // opened) while a body was open: it would run after the conditional node, outside the
   // body, on every replay. The node must still be the enclosing stream's only dependency.

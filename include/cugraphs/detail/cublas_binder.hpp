@@ -112,7 +112,7 @@ public:
       if (!workspaces_.known(s)) check_device(s, op);
       bind(s);
       if (failure_.step != nullptr) report(op);
-      if (bound_) (void)cugraphs::detail::keep_alive_with_capture(workspaces_.shared(stream_, capture_));
+      keep_with_capture();
     }
     return handle_;
   }
@@ -141,11 +141,11 @@ private:
   static void on_change(void* self, cudaStream_t s) noexcept {
     auto* b = static_cast<Binder*>(self);
     if (b->orphaned_.load(std::memory_order_acquire)) return;
-    // The same stream in another capture (or none now) takes that capture's workspace.
-    if (!(b->bound_ && s == b->stream_ && capture_of(s) == b->capture_)) b->follow(s);
+    // The same stream in another graph's capture (or in none now) takes that key's workspace.
+    if (!(b->bound_ && s == b->stream_ && workspace_key(s) == b->key_)) b->follow(s);
     // Inside a capture (a scope or body opening), the graph keeps the workspace its GEMMs
     // will use, so that destroying the handle first cannot free it under a replay.
-    if (b->bound_) (void)cugraphs::detail::keep_alive_with_capture(b->workspaces_.shared(b->stream_, b->capture_));
+    b->keep_with_capture();
   }
 
   void follow(cudaStream_t s) noexcept {
@@ -174,8 +174,8 @@ private:
   void bind(cudaStream_t s) noexcept {
     bound_ = false;
     void* memory = nullptr;
-    const unsigned long long capture = capture_of(s);
-    const cudaError_t e = workspaces_.for_stream(s, capture, memory);
+    const std::uint64_t key = workspace_key(s);
+    const cudaError_t e = workspaces_.for_stream(s, key, memory);
     if (e != cudaSuccess) {
       (void)cudaGetLastError();  // leave no stale error for the next unrelated check
       remember({"allocating the stream's workspace (cudaMalloc of HandleOptions::workspace_bytes)", e,
@@ -192,8 +192,26 @@ private:
       return;
     }
     stream_ = s;
-    capture_ = capture;
+    key_ = key;
     bound_ = true;
+    keep_with_capture();
+  }
+
+  // The workspace key of `s`: 0 outside any capture; in a capture cugraphs made, the graph
+  // it is for (capture_graph_key), so that a graph's bodies and recaptures share its block
+  // and no two graphs share one; in a capture cugraphs does not know, CUDA's id of it (high
+  // bit set). Never throws.
+  [[nodiscard]] static std::uint64_t workspace_key(cudaStream_t s) noexcept {
+    const unsigned long long capture = capture_of(s);
+    if (capture == 0) return 0;
+    if (const std::uint64_t graph = cugraphs::detail::capture_graph_key(); graph != 0) return graph;
+    return capture | (std::uint64_t{1} << 63);
+  }
+
+  // Inside a capture, the graph keeps the block bound (once per capture).
+  void keep_with_capture() noexcept {
+    if (!bound_ || key_ == 0) return;
+    if (cugraphs::detail::keep_alive_with_capture(workspaces_.shared(stream_, key_))) workspaces_.kept(stream_, key_);
   }
 
   void remember(const Failure& f) noexcept {
@@ -284,7 +302,7 @@ private:
   Claim claim_;
   Failure failure_{};
   cudaStream_t stream_ = nullptr;  // the stream bound now, when bound_
-  unsigned long long capture_ = 0;  // the capture it recorded into when bound (capture_of), or 0
+  std::uint64_t key_ = 0;          // the workspace key of the stream when bound (workspace_key)
   bool bound_ = false;
   std::atomic<bool> orphaned_{false};
   CurrentStreamListener listener_;  // last: registered once everything else is ready

@@ -10,6 +10,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -69,13 +70,14 @@ private:
 }
 
 // One block of plain device memory (cudaMalloc, outside every graph pool) for each stream
-// followed, and for a capturing stream one for each capture: graphs captured one after the
-// other on the same stream (the thread's capture stream, a body's) would otherwise share a
-// block, and replays of them on two streams at once would race in it (wrong dot products,
-// silently). The block of a capture that has ended is let go when its stream is bound in
-// the next one (the graph keeps it as long as it lives). Freed when the set is. cudaMalloc
-// runs in relaxed capture mode: legal while a capture is open on this thread, and never
-// part of the graph.
+// followed outside captures, and for a capturing stream one for each graph (the key a
+// capture gives, workspace_key in cublas_binder.hpp): graphs captured one after the other on
+// the same stream (the thread's capture stream, a body's) would otherwise share a block, and
+// replays of them on two streams at once would race in it (wrong dot products, silently). A
+// graph's recaptures (capture_or_update, verify_replay) and bodies at one depth reuse its
+// block. A graph keeps its blocks alive (keep_alive_with_capture); a block so kept is let go
+// here once no graph holds it. Freed when the set is. cudaMalloc runs in relaxed capture
+// mode: legal while a capture is open on this thread, and never part of the graph.
 class Workspaces {
 public:
   Workspaces(int dev, std::size_t bytes) noexcept : device_(dev), bytes_(bytes) {}
@@ -83,17 +85,17 @@ public:
   Workspaces(const Workspaces&) = delete;
   Workspaces& operator=(const Workspaces&) = delete;
 
-  // The workspace of `s` in capture `capture` (capture_of; 0 outside any), allocated on
-  // first use (null when bytes() is 0). A failure is returned, not thrown.
-  [[nodiscard]] cudaError_t for_stream(cudaStream_t s, unsigned long long capture, void*& memory) noexcept {
+  // The workspace of `s` under `key` (0 outside any capture), allocated on first use (null
+  // when bytes() is 0). A failure is returned, not thrown.
+  [[nodiscard]] cudaError_t for_stream(cudaStream_t s, std::uint64_t key, void*& memory) noexcept {
     memory = nullptr;
     for (const Entry& e : entries_)
-      if (e.stream == s && e.capture == capture) {
+      if (e.stream == s && e.key == key) {
         memory = e.memory.get();
         return cudaSuccess;
       }
-    // The blocks of captures of `s` that have ended: their graphs hold them.
-    std::erase_if(entries_, [&](const Entry& e) { return e.stream == s && e.capture != 0; });
+    // The blocks of graphs that are gone: kept by a graph once, and held here only now.
+    std::erase_if(entries_, [](const Entry& e) { return e.key != 0 && e.kept && e.memory.use_count() == 1; });
     if (bytes_ != 0) {
       QuietDeviceGuard on(device_);
       if (on.error() != cudaSuccess) return on.error();
@@ -112,7 +114,7 @@ public:
         RelaxedCaptureMode relaxed;
         cugraphs::detail::report_in_destructor(cudaFree(p), "cudaFree (a cuBLAS workspace)");
       });
-      entries_.push_back({s, capture, std::move(block)});
+      entries_.push_back({s, key, false, std::move(block)});
     } CUGRAPHS_CATCH_ALL {  // out of host memory: the deleter gave the block back
       memory = nullptr;
       return cudaErrorMemoryAllocation;
@@ -120,11 +122,16 @@ public:
     return cudaSuccess;
   }
 
-  // The block of `s` in capture `capture`, shared (null when none).
-  [[nodiscard]] std::shared_ptr<void> shared(cudaStream_t s, unsigned long long capture) const noexcept {
+  // The block of `s` under `key`, shared (null when none).
+  [[nodiscard]] std::shared_ptr<void> shared(cudaStream_t s, std::uint64_t key) const noexcept {
     for (const Entry& e : entries_)
-      if (e.stream == s && e.capture == capture) return e.memory;
+      if (e.stream == s && e.key == key) return e.memory;
     return nullptr;
+  }
+  // Notes that a graph keeps the block of `s` under `key` alive.
+  void kept(cudaStream_t s, std::uint64_t key) noexcept {
+    for (Entry& e : entries_)
+      if (e.stream == s && e.key == key) e.kept = true;
   }
 
   // Lets go of every block: freed now (cudaFree waits for the work that may still use
@@ -141,7 +148,8 @@ public:
 private:
   struct Entry {
     cudaStream_t stream;
-    unsigned long long capture;  // 0: outside any capture
+    std::uint64_t key;  // 0: outside any capture
+    bool kept;          // a graph keeps it alive (it may go once no graph does)
     std::shared_ptr<void> memory;
   };
   int device_;

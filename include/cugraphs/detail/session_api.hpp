@@ -76,6 +76,9 @@ struct FreshCaptureNodes {
   std::size_t next = 0;
 };
 inline thread_local FreshCaptureNodes* tls_fresh_capture = nullptr;
+// Set by Graph::recapture for the capture it begins: the graph that capture is made for (its
+// CaptureSession::workspace_key), so that library resources kept per graph are reused.
+inline thread_local std::uint64_t tls_recapture_of = 0;
 class VerifyAccess;  // verify.hpp: what verify_replay reads of a Graph, and its fresh capture
 
 // Notes `taken`, just taken in capture `capture`, with that capture. In verify_replay's fresh

@@ -687,20 +687,17 @@ CUGRAPHS_INLINE void argument_words(void* const* args, std::span<const KernelArg
     append_words({static_cast<const std::byte*>(args[i]), params[i].size}, out);
 }
 
-CUGRAPHS_INLINE std::vector<NamedBuffer> named_buffers(cudaGraph_t g,
-    const std::vector<ConditionalMade>& conditionals, std::string_view op) {
-  std::vector<NamedBuffer> named, nested;
-  BufferRegistry& registry = BufferRegistry::instance();
-  if (registry.empty()) return named;
-  RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
-  // Each kernel's layout, asked once (a graph runs few kernels many times).
-  std::vector<std::pair<const void*, std::optional<std::vector<KernelArgs::Param>>>> layouts;
-  std::vector<std::uint64_t> words;
-  const auto kernel_words = [&](cudaGraphNode_t n) {
+namespace argument_sites_detail {
+
+// The 8-byte words of kernel nodes' arguments, each kernel's layout asked once (a graph runs
+// few kernels many times).
+class KernelWords {
+public:
+  void append(cudaGraphNode_t n, std::vector<std::uint64_t>& words) {
     cudaKernelNodeParams p{};
     if (cudaGraphKernelNodeGetParams(n, &p) == cudaSuccess && p.func != nullptr && p.extra == nullptr) {
-      auto known = std::ranges::find(layouts, p.func, &decltype(layouts)::value_type::first);
-      if (known == layouts.end()) known = layouts.insert(layouts.end(), {p.func, KernelArgs::layout(p.func)});
+      auto known = std::ranges::find(layouts_, p.func, &Layout::first);
+      if (known == layouts_.end()) known = layouts_.insert(layouts_.end(), {p.func, KernelArgs::layout(p.func)});
       if (const auto& layout = known->second; layout && (p.kernelParams != nullptr || layout->empty())) {
         argument_words(p.kernelParams, *layout, words);
         return;
@@ -709,7 +706,54 @@ CUGRAPHS_INLINE std::vector<NamedBuffer> named_buffers(cudaGraph_t g,
     (void)cudaGetLastError();
     if (const auto blobs = driver_kernel_args(n))  // a library's kernel (cuBLAS's)
       for (const auto& b : *blobs) append_words(b, words);
-  };
+  }
+
+private:
+  using Layout = std::pair<const void*, std::optional<std::vector<KernelArgs::Param>>>;
+  std::vector<Layout> layouts_;
+};
+
+}  // namespace argument_sites_detail
+
+CUGRAPHS_INLINE std::vector<cudaGraphNode_t> nodes_writing(cudaGraph_t g, std::uintptr_t from, std::uintptr_t to) {
+  std::vector<cudaGraphNode_t> out;
+  RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
+  argument_sites_detail::KernelWords kernels;
+  std::vector<std::uint64_t> words;
+  std::vector<cudaGraphNode_t> nodes;
+  CUGRAPHS_TRY {
+    nodes = graph_nodes(g, "nodes_writing");
+  } CUGRAPHS_CATCH_ALL {
+    (void)cudaGetLastError();
+    return out;
+  }
+  for (cudaGraphNode_t n : nodes) {
+    words.clear();
+    cudaGraphNodeType t{};
+    if (cudaGraphNodeGetType(n, &t) != cudaSuccess) continue;
+    if (t == cudaGraphNodeTypeKernel) {
+      kernels.append(n, words);
+    } else if (cudaMemcpy3DParms c{}; t == cudaGraphNodeTypeMemcpy) {
+      if (cudaGraphMemcpyNodeGetParams(n, &c) == cudaSuccess && c.dstArray == nullptr)
+        words.push_back(reinterpret_cast<std::uintptr_t>(c.dstPtr.ptr));
+    } else if (cudaMemsetParams m{}; t == cudaGraphNodeTypeMemset) {
+      if (cudaGraphMemsetNodeGetParams(n, &m) == cudaSuccess) words.push_back(reinterpret_cast<std::uintptr_t>(m.dst));
+    }
+    if (std::ranges::any_of(words, [&](std::uint64_t w) { return w >= from && w < to; })) out.push_back(n);
+  }
+  (void)cudaGetLastError();  // a query's own error
+  return out;
+}
+
+CUGRAPHS_INLINE std::vector<NamedBuffer> named_buffers(cudaGraph_t g,
+    const std::vector<ConditionalMade>& conditionals, std::string_view op) {
+  std::vector<NamedBuffer> named, nested;
+  BufferRegistry& registry = BufferRegistry::instance();
+  if (registry.empty()) return named;
+  RelaxedCaptureMode relaxed;  // queries, but a capture may be open on this thread
+  argument_sites_detail::KernelWords kernels;
+  std::vector<std::uint64_t> words;
+  const auto kernel_words = [&](cudaGraphNode_t n) { kernels.append(n, words); };
   const auto copy_words = [&](const cudaMemcpy3DParms& p) {
     if (p.srcArray == nullptr) words.push_back(reinterpret_cast<std::uintptr_t>(p.srcPtr.ptr));
     if (p.dstArray == nullptr) words.push_back(reinterpret_cast<std::uintptr_t>(p.dstPtr.ptr));

@@ -110,6 +110,8 @@ CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
   capture_->check_copies = guard;
   capture_->allow_empty = opts.allow_empty;
   capture_->watch_buffers = opts.watch_buffers;
+  const std::uint64_t recapture_of = std::exchange(detail::tls_recapture_of, 0);
+  capture_->workspace_key = recapture_of != 0 ? recapture_of : reinterpret_cast<std::uintptr_t>(core_.get());
   mode_ = opts.mode;
   escapes_ = opts.escapes;
   stream_ = opts.stream;

@@ -5,6 +5,7 @@
 
 #include <cugraphs/detail/conditional_frames.hpp>
 #include <cugraphs/config.hpp>
+#include <cugraphs/detail/argument_sites.hpp>  // nodes_writing
 
 namespace cugraphs::detail {
 
@@ -61,6 +62,7 @@ CUGRAPHS_INLINE std::uint64_t ConditionalFrames::open(ConditionalKind kind, Cond
       throw_misuse(op, "the flag pointer ({}) is not aligned to {} bytes; a kernel reading it would fault",
                    source.flag, source.flag_bytes());
     check_flag_readable(source.flag, op);
+    check_flag_written_before(working(), source.flag, source.flag_bytes(), op);
   }
   // A condition made when its scope opens reaches only kernels inside the bodies, which run
   // after the node has decided, and it is reset to `initial` at every launch: outside a While
@@ -176,6 +178,28 @@ CUGRAPHS_INLINE void ConditionalFrames::close(std::uint64_t id, std::string_view
     check_parent_untouched(f, op);
   });
   frames_.pop_back();
+}
+
+CUGRAPHS_INLINE void ConditionalFrames::check_flag_written_before(cudaStream_t stream, const void* flag,
+                                                                  std::size_t bytes, std::string_view op) {
+  CaptureInfo info;
+  if (try_capture_info(stream, info) != cudaSuccess || info.status != cudaStreamCaptureStatusActive) {
+    (void)cudaGetLastError();  // the scope's own checks say what is wrong with the stream
+    return;
+  }
+  const auto from = reinterpret_cast<std::uintptr_t>(flag);
+  const auto writers = nodes_writing(info.graph, from, from + bytes);
+  if (writers.empty()) return;
+  const auto loose = not_before(info.graph, std::span<const cudaGraphNode_t>(info.deps, info.count), writers);
+  if (!loose || loose->empty()) return;
+  const auto index = node_index(info.graph, loose->front(), op);
+  throw_misuse(op, "the flag ({}) is named by {}{}, which the stream the node reads the flag on ({}) has not waited "
+                   "for: that work was captured on another stream forked into the capture and not joined back, so "
+                   "the node would read the flag before it runs (or while), silently. Join that stream first "
+                   "(cudaEventRecord there, cudaStreamWaitEvent on this one), or open the scope with it current "
+                   "(a StreamGuard); the capture goes on",
+               flag, describe_node(loose->front()), index ? format(" (node {} of the graph)", *index) : std::string(),
+               static_cast<const void*>(stream));
 }
 
 CUGRAPHS_INLINE void ConditionalFrames::set_refresh(std::uint64_t id, const bool* pred, std::string_view op) {

@@ -174,7 +174,7 @@ CUGRAPHS_INLINE ReplayCheck::ReplayCheck(Graph& graph, const VerifyOptions& opts
       throw_misuse(kOp, "state {} is a null pointer with {} bytes", i, state_[i].bytes);
   // The buffers the graph names that the state does not hold: run twice (the step, then the
   // replay) they would be two steps on, and a step count or a scale left out would drift.
-  for (const StateRegion& named : VerifyAccess::named_buffers(graph)) {
+  for (const StateRegion& named : opts.put_back_named ? VerifyAccess::named_buffers(graph) : std::vector<StateRegion>{}) {
     const auto inside = [&](const StateRegion& r) {
       const auto* at = static_cast<const std::byte*>(named.data);
       const auto* from = static_cast<const std::byte*>(r.data);
@@ -262,7 +262,8 @@ CUGRAPHS_INLINE void ReplayCheck::replay_and_compare(VerifyAgainst against) {
                   "depend on the order of atomics (VerifyOptions::atol, rtol). The state is the replay's");
 }
 
-CUGRAPHS_INLINE std::vector<StateRegion> VerifyAccess::named_buffers(const Graph& graph) {
+CUGRAPHS_INLINE std::vector<StateRegion> VerifyAccess::named_buffers(Graph& graph) {
+  graph.check_buffers(verify_detail::kOp);
   std::vector<StateRegion> out;
   std::vector<std::uint64_t> seen;
   for (const NamedBuffer& b : graph.view().exec.buffers_named()) {
@@ -287,11 +288,17 @@ CUGRAPHS_INLINE void VerifyAccess::replay_drawing_again(Graph& fresh, cudaStream
     std::lock_guard lock(state->m);
     before.push_back({state, state->seed, state->offset, increment});
   }
+  // Also when the launch throws after the draws were taken.
+  struct Rewind {
+    const std::vector<Before>& before;
+    ~Rewind() {
+      for (const Before& b : before) {
+        std::lock_guard lock(b.state->m);
+        if (b.state->seed == b.seed && b.state->offset == b.offset + b.increment) b.state->offset = b.offset;
+      }
+    }
+  } rewind{before};
   fresh.replay(stream);
-  for (const Before& b : before) {
-    std::lock_guard lock(b.state->m);
-    if (b.state->seed == b.seed && b.state->offset == b.offset + b.increment) b.state->offset = b.offset;
-  }
 }
 
 }  // namespace cugraphs::detail
