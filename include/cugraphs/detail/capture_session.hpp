@@ -35,9 +35,12 @@ namespace cugraphs::detail {
 class CaptureSession {
 public:
   // Begins capturing on `stream` into `pool`, as this thread's innermost capture; `guard`
-  // forks the escape guard in. On failure nothing is left open and the Error says why.
+  // forks the escape guard in; `graph_key` is the workspace_key, set before the capture
+  // stream is made current (listeners read it then). On failure nothing is left open and the
+  // Error says why.
   CaptureSession(std::shared_ptr<Pool> p, cudaStream_t s, cudaStreamCaptureMode m, std::string_view mode_name_,
-                 int device_, bool instantiate_, bool device_launch_, bool guard, Graph* owner_, std::string_view op);
+                 int device_, bool instantiate_, bool device_launch_, bool guard, Graph* owner_,
+                 std::uint64_t graph_key, std::string_view op);
   ~CaptureSession() { abort(); }
   CaptureSession(const CaptureSession&) = delete;
   CaptureSession& operator=(const CaptureSession&) = delete;

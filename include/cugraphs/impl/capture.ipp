@@ -104,14 +104,15 @@ CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
   auto pool = opts.pool ? opts.pool->impl() : std::make_shared<detail::Pool>(device);
   const bool guard =
       opts.escapes == EscapeCheck::On || (opts.escapes == EscapeCheck::Auto && opts.mode == CaptureMode::Global);
+  // The graph the capture is for: this one, or the one a recapture will update.
+  const std::uint64_t recapture_of = std::exchange(detail::tls_recapture_of, 0);
+  const std::uint64_t graph_key = recapture_of != 0 ? recapture_of : reinterpret_cast<std::uintptr_t>(core_.get());
   capture_.reset(new detail::CaptureSession(pool, stream, detail::to_cuda(opts.mode), detail::name(opts.mode),
-                                            device, opts.instantiate, opts.device_launch, guard, this, op));
+                                            device, opts.instantiate, opts.device_launch, guard, this, graph_key, op));
   capture_->per_launch = opts.per_launch;
   capture_->check_copies = guard;
   capture_->allow_empty = opts.allow_empty;
   capture_->watch_buffers = opts.watch_buffers;
-  const std::uint64_t recapture_of = std::exchange(detail::tls_recapture_of, 0);
-  capture_->workspace_key = recapture_of != 0 ? recapture_of : reinterpret_cast<std::uintptr_t>(core_.get());
   mode_ = opts.mode;
   escapes_ = opts.escapes;
   stream_ = opts.stream;

@@ -10,10 +10,11 @@ namespace cugraphs::detail {
 
 CUGRAPHS_INLINE CaptureSession::CaptureSession(std::shared_ptr<Pool> p, cudaStream_t s, cudaStreamCaptureMode m,
     std::string_view mode_name_, int device_, bool instantiate_, bool device_launch_, bool guard, Graph* owner_,
-    std::string_view op)
+    std::uint64_t graph_key, std::string_view op)
     : pool(std::move(p)), id(next_capture_id()), stream(s), mode(m), mode_name(mode_name_), device(device_),
         instantiate(instantiate_), device_launch(device_launch_), owner(owner_),
         frames(s, device_, m, mode_name_, streams) {
+  workspace_key = graph_key;
   pool->begin_capture(id);
   if (guard) guard_.prepare(tls_current_stream, stream, device);
   if (const cudaError_t e = cudaStreamBeginCapture(stream, mode); e != cudaSuccess) {
