@@ -220,6 +220,14 @@ TEST_CASE("verify_replay: a buffer the graph names that the state leaves out is 
   cugraphs::verify_replay(h, guarded, x);
   CHECK(get(count) == 1);
 #endif
+
+  // A named buffer freed since the capture is refused, as replay refuses it, before any copy.
+  count = DeviceBuffer<int>(1);
+  const auto before = host(x);
+  const auto e = expect_error([&] { cugraphs::verify_replay(g, step, x); });
+  INFO(e.what());
+  CHECK(contains(e.what(), "verify_replay: the graph names a DeviceBuffer that has been freed since its capture"));
+  CHECK(bitwise_equal(host(x), before));
 }
 
 TEST_CASE("verify_replay: misuse is refused before anything runs; a step that throws leaves the state and "
