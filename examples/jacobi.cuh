@@ -123,17 +123,20 @@ struct Buffers {
   cugraphs::DeviceBuffer<bool> go_on;
 };
 
-// The whole solve as one graph: a While node whose body runs a sweep batch and lets the
-// residual kernel decide, through the node's condition, whether to loop again. One replay
-// per solve, no host synchronisation per iteration.
+// The whole solve as a step to capture: a While node whose body runs a sweep batch and lets
+// the residual kernel decide, through the node's condition, whether to loop again.
+inline auto solve_step(const Problem& p, int batch, Stop stop) {
+  return [p, batch, stop](cugraphs::CaptureScope& scope) {
+    cugraphs::ConditionalScope<cugraphs::While> loop(scope, cugraphs::SetByKernels{1});
+    const cugraphs::Condition condition = loop.condition();
+    sweep_batch(p, batch, stop, scope.stream(), &condition);
+  };
+}
+
+// The solve as one graph: one replay per solve, no host synchronisation per iteration.
 inline cugraphs::Graph capture_solver(const Problem& p, int batch, Stop stop) {
   cugraphs::Graph g;
-  cugraphs::CaptureScope scope(g);
-  cugraphs::ConditionalScope<cugraphs::While> loop(scope, cugraphs::SetByKernels{1});
-  const cugraphs::Condition condition = loop.condition();
-  sweep_batch(p, batch, stop, scope.stream(), &condition);
-  loop.end();
-  scope.end();
+  cugraphs::capture(g, solve_step(p, batch, stop));
   return g;
 }
 
