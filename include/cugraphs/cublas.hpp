@@ -85,7 +85,7 @@ public:
   /// The device the handle was made on.
   [[nodiscard]] int device() const { return binder("cublas::Handle::device").device(); }
   /// How many workspaces the handle holds: one per stream it has followed outside captures,
-  /// and one per stream and graph inside them (while the graph lives).
+  /// and one per stream and graph inside them (a gone graph's until the next workspace is made).
   [[nodiscard]] std::size_t workspace_count() const { return binder("cublas::Handle::workspace_count").workspace_count(); }
 
 private:
@@ -131,7 +131,7 @@ public:
   /// The stream the handle is bound to now.
   [[nodiscard]] cudaStream_t stream() const { return binder("cublas::Follow::stream").stream(); }
   /// How many workspaces the Follow holds: one per stream it has followed outside captures,
-  /// and one per stream and graph inside them (while the graph lives).
+  /// and one per stream and graph inside them (a gone graph's until the next workspace is made).
   [[nodiscard]] std::size_t workspace_count() const { return binder("cublas::Follow::workspace_count").workspace_count(); }
 
 private:

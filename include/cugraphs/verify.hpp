@@ -43,7 +43,7 @@ struct VerifyOptions {
   /// bitwise always.
   double atol = 0;
   double rtol = 0;
-  /// Copy and put back, beside `state`, every other DeviceBuffer the graph's kernels name
+  /// Copy and put back, beside `state`, every other DeviceBuffer the graph's nodes name
   /// (CaptureOptions::watch_buffers, on by default, records them), so that one the step
   /// writes is left one step on, not two. Off: only `state` (a graph that names a large
   /// read-only input, where the copy would not fit).
@@ -199,13 +199,15 @@ private:
 /// buffer the step writes and reads again is then written twice: list every one); results
 /// that depend on the order of atomics (opts.atol, opts.rtol).
 ///
-/// Every other DeviceBuffer the graph's kernels name (an optimizer's step count, a loss
+/// Every other DeviceBuffer the graph's nodes name (kernel arguments, copies, memsets, bodies
+/// included: an optimizer's step count, a loss
 /// scale's tracker left out of `state`) is copied and put back too, so that the check leaves
 /// it one step on as well (VerifyOptions::put_back_named); only `state` is compared.
 ///
 /// An Error before anything runs for a capture open on this thread or a capturing stream (the
-/// runs would be captured), a graph with no executable, a null region of non-zero size or a
-/// tolerance that is negative or not finite. The state is copied on the device once (one
+/// runs would be captured), a graph with no executable, a null region of non-zero size, a
+/// tolerance that is negative or not finite, or (put_back_named) a graph that names a
+/// DeviceBuffer freed since its capture, as replay refuses it. The state is copied on the device once (one
 /// more copy of it in device memory) and read back twice: a check for tests and first steps,
 /// not for every step.
 template <class F, class... S>
