@@ -200,16 +200,16 @@ private:
 /// that depend on the order of atomics (opts.atol, opts.rtol).
 ///
 /// Every other DeviceBuffer the graph's nodes name (kernel arguments, copies, memsets, bodies
-/// included: an optimizer's step count, a loss
-/// scale's tracker left out of `state`) is copied and put back too, so that the check leaves
-/// it one step on as well (VerifyOptions::put_back_named); only `state` is compared.
+/// included: an optimizer's step count, a loss scale's tracker left out of `state`) is copied
+/// and put back too, so that the check leaves it one step on as well
+/// (VerifyOptions::put_back_named); only `state` is compared.
 ///
 /// An Error before anything runs for a capture open on this thread or a capturing stream (the
 /// runs would be captured), a graph with no executable, a null region of non-zero size, a
 /// tolerance that is negative or not finite, or (put_back_named) a graph that names a
-/// DeviceBuffer freed since its capture, as replay refuses it. The state is copied on the device once (one
-/// more copy of it in device memory) and read back twice: a check for tests and first steps,
-/// not for every step.
+/// DeviceBuffer freed since its capture, as replay refuses it. The state is copied on the
+/// device once (one more copy of it in device memory) and read back twice: a check for tests
+/// and first steps, not for every step.
 template <class F, class... S>
   requires((std::invocable<F&, cudaStream_t> || std::invocable<F&>) && (detail::VerifiableState<S> && ...))
 void verify_replay(const VerifyOptions& opts, Graph& graph, F&& step, const S&... state) {
@@ -250,8 +250,8 @@ void verify_replay(Graph& graph, F&& step, const S&... state) {
 /// order the graph's capture took them (another kernel there, or more of them, is an Error),
 /// so handles the step stores stay valid. Whatever else the step keeps from its capture (a
 /// DeviceBuffer it allocates there, a host counter) is the fresh capture's: keep such things
-/// outside the step. Random numbers drawn by the fresh capture's replay
-/// are taken back, and the graph's replay draws them again. The fresh capture is discarded.
+/// outside the step. Random numbers drawn by the fresh capture's replay are taken back, and
+/// the graph's replay draws them again. The fresh capture is discarded.
 template <class F, class... S>
   requires(!std::invocable<F&, cudaStream_t> && !std::invocable<F&> && std::invocable<F&, CaptureScope&> &&
            (detail::VerifiableState<S> && ...))

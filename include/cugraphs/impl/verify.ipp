@@ -25,6 +25,26 @@ namespace verify_detail {
 
 constexpr std::string_view kOp = "verify_replay";
 
+// What replay_and_compare says where the replay differs from the step run eagerly, or from a
+// fresh capture of it.
+constexpr std::string_view kEagerLead = "the replay and the step run eagerly from the same state differ";
+constexpr std::string_view kEagerCause =
+    "The capture froze or missed something the step does now: a host value read at capture and changed since (a kernel "
+    "argument: set_kernel_arg before each replay, or keep it in device memory; a cuBLAS scalar in "
+    "host pointer mode), a branch taken on the host, work that ran once at capture; or the step "
+    "writes memory not given as state (give every buffer it writes and reads back), or its results "
+    "depend on the order of atomics (VerifyOptions::atol, rtol). The state is the replay's";
+constexpr std::string_view kFreshLead =
+    "the replay and a fresh capture of the step, replayed from the same state, differ (\"eager\" below is the fresh "
+    "capture's)";
+constexpr std::string_view kFreshCause =
+    "The graph's capture froze something the step records differently now: a host value read at capture and changed "
+    "since (a kernel argument, in a conditional body too: keep it in device memory, written by a top-level kernel "
+    "whose argument set_kernel_arg sets each step; a cuBLAS scalar in host pointer mode), a branch taken on the host; "
+    "or the step writes memory not given as state (give every buffer it writes and reads back), or its results depend "
+    "on the order of atomics (VerifyOptions::atol, rtol). The state is the replay's";
+
+
 // An IEEE half's value.
 inline double half_value(std::uint16_t h) noexcept {
   const int exponent = (h >> 10) & 0x1f;
@@ -241,25 +261,10 @@ CUGRAPHS_INLINE void ReplayCheck::replay_and_compare(VerifyAgainst against) {
   replayed.reserve(listed_);
   for (std::size_t i = 0; i < listed_; ++i) replayed.push_back(read_back(state_[i], stream_, kOp));
   const std::span<const StateRegion> listed(state_.data(), listed_);
-  if (against == VerifyAgainst::FreshCapture) {
-    compare_results(kOp, "state", listed, replayed, eager_, opts_,
-                    "the replay and a fresh capture of the step, replayed from the same state, differ (\"eager\" below "
-                    "is the fresh capture's)",
-                    "The graph's capture froze something the step records differently now: a host value read at "
-                    "capture and changed since (a kernel argument, in a conditional body too: keep it in device "
-                    "memory, written by a top-level kernel whose argument set_kernel_arg sets each step; a cuBLAS "
-                    "scalar in host pointer mode), a branch taken on the host; or the step writes memory not given "
-                    "as state (give every buffer it writes and reads back), or its results depend on the order of "
-                    "atomics (VerifyOptions::atol, rtol). The state is the replay's");
-    return;
-  }
+  const bool fresh = against == VerifyAgainst::FreshCapture;
   compare_results(kOp, "state", listed, replayed, eager_, opts_,
-                  "the replay and the step run eagerly from the same state differ",
-                  "The capture froze or missed something the step does now: a host value read at capture and changed since (a kernel "
-                  "argument: set_kernel_arg before each replay, or keep it in device memory; a cuBLAS scalar in "
-                  "host pointer mode), a branch taken on the host, work that ran once at capture; or the step "
-                  "writes memory not given as state (give every buffer it writes and reads back), or its results "
-                  "depend on the order of atomics (VerifyOptions::atol, rtol). The state is the replay's");
+                  fresh ? verify_detail::kFreshLead : verify_detail::kEagerLead,
+                  fresh ? verify_detail::kFreshCause : verify_detail::kEagerCause);
 }
 
 CUGRAPHS_INLINE std::vector<StateRegion> VerifyAccess::named_buffers(Graph& graph) {
@@ -279,25 +284,17 @@ CUGRAPHS_INLINE const std::vector<TakenNode>& VerifyAccess::taken_nodes(const Gr
 }
 
 CUGRAPHS_INLINE void VerifyAccess::replay_drawing_again(Graph& fresh, cudaStream_t stream) {
-  struct Before {
-    std::shared_ptr<GeneratorState> state;
-    std::uint64_t seed, offset, increment;
-  };
-  std::vector<Before> before;
+  // Each generator as it is now and as the launch will leave it: taken back as a warm-up's
+  // draws are (take_back_draws), also when the launch throws after the draws were taken.
+  std::vector<DrawnInWarmUp> drawn;
   for (auto& [state, increment] : fresh.view().exec.generators()) {
     std::lock_guard lock(state->m);
-    before.push_back({state, state->seed, state->offset, increment});
+    drawn.push_back({state, state->seed, state->offset, state->seed, state->offset + increment});
   }
-  // Also when the launch throws after the draws were taken.
-  struct Rewind {
-    const std::vector<Before>& before;
-    ~Rewind() {
-      for (const Before& b : before) {
-        std::lock_guard lock(b.state->m);
-        if (b.state->seed == b.seed && b.state->offset == b.offset + b.increment) b.state->offset = b.offset;
-      }
-    }
-  } rewind{before};
+  struct TakeBack {
+    const std::vector<DrawnInWarmUp>& drawn;
+    ~TakeBack() { take_back_draws(drawn); }
+  } take_back{drawn};
   fresh.replay(stream);
 }
 
