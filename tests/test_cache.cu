@@ -6,6 +6,7 @@
 
 #include <cugraphs/graph.hpp>
 
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -300,6 +301,40 @@ TEST_CASE("GraphCache: a bucket's first call warms f up after the work queued on
   (void)cache(stream, 1);
   stream.synchronize();
   CHECK(host(acc.span())[0] == 7.0f);  // the warm-up, which is the call, added 7 once
+}
+
+// Before: the call's stream was not watched (only the current one was), so f's work left on it
+// (a library handle bound to the program's stream at start-up) ran once, eagerly, at the
+// bucket's capture, and was missing from every replay: the second call of the bucket did not
+// add, silently.
+TEST_CASE("GraphCache: a call on a stream that is not current watches that stream while it captures: f's work "
+          "left there is an Error, not a node missing from every replay",
+          "[cache][gpu]") {
+  cugraphs::Stream stream;  // the program's stream, held in a variable and never made current
+  auto x = filled(1, 1), acc = filled(1, 0), other = filled(1, 0);
+  bool left_on_stream = true;
+  auto step = [&](int) {
+    // Half of f ported (current_stream()), half left on the program's stream.
+    accumulate<<<1, 1, 0, cugraphs::current_stream()>>>(other.data(), x.data());
+    accumulate<<<1, 1, 0, left_on_stream ? static_cast<cudaStream_t>(stream) : cugraphs::current_stream()>>>(
+        acc.data(), x.data());
+    cugraphs::check_launch("accumulate");
+  };
+  auto cache = cugraphs::make_graph_cache(std::vector<int>{1}, step);
+  const auto e = expect_error([&] { (void)cache(stream, 1); });
+  CHECK(e.code() == cudaErrorStreamCaptureUnjoined);
+  CHECK(contains(e.what(), "accumulate"));
+  std::printf("cache: a call whose f leaves work on the call's stream says: %s\n", e.what());
+  CHECK_FALSE(cache.cached(1));
+  stream.synchronize();
+  cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
+  // Mended, the same cache captures the bucket, and every call adds once.
+  left_on_stream = false;
+  const float before = host(acc.span())[0];
+  for (int i = 0; i < 3; ++i) (void)cache(stream, 1);
+  stream.synchronize();
+  CHECK(cache.cached(1));
+  CHECK(host(acc.span())[0] == before + 3.0f);
 }
 
 // Before: a bucket's first call ran f eagerly (the warm-up) and then replayed the graph just

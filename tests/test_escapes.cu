@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstring>
+#include <memory>
 #include <tuple>
 #include <type_traits>
 #include <vector>
@@ -104,6 +105,37 @@ struct Event {
   Event(const Event&) = delete;
   Event& operator=(const Event&) = delete;
 };
+
+// A frame counter as an engine's readback callback records it (the callback reads the value
+// where its data points, when it runs).
+int g_frame_seen = -1;
+void CUDART_CB record_frame(void* data) { g_frame_seen = *static_cast<const int*>(data); }
+
+// An engine's helper that queues its callback with the frame number it was passed: the data is
+// its own parameter, in its frame, which is gone once it returns. Out of line, as a helper in
+// another translation unit would be.
+[[gnu::noinline]] void queue_frame_callback(cudaStream_t s, int frame) {
+  cugraphs::check(cudaLaunchHostFunc(s, record_frame, &frame), "cudaLaunchHostFunc");
+}
+
+// The same helper given state that outlives it.
+[[gnu::noinline]] void queue_state_callback(cudaStream_t s, const int* state) {
+  cugraphs::check(cudaLaunchHostFunc(s, record_frame, const_cast<int*>(state)), "cudaLaunchHostFunc");
+}
+
+// Queues the callback with a local of its own, ends the capture and replays while that local
+// is alive: the frame outlives every replay, which is right.
+[[gnu::noinline]] void end_and_replay_here(Graph& g, cudaStream_t replay_on) {
+  int frame = 41;
+  cugraphs::check(cudaLaunchHostFunc(cugraphs::current_stream(), record_frame, &frame), "cudaLaunchHostFunc");
+  g.capture_end();
+  for (const int v : {42, 43}) {
+    frame = v;
+    g.replay(replay_on);
+    cugraphs::check(cudaStreamSynchronize(replay_on), "cudaStreamSynchronize");
+    CHECK(g_frame_seen == v);
+  }
+}
 
 bool per_thread_stream_capturing() {
   cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
@@ -495,6 +527,99 @@ TEST_CASE("Escapes: a copy from or to plain pageable host memory in a capture is
       CHECK(get(d) == source[at]);
     }
   }
+}
+
+// Before: accepted; every replay called the callback with the address of a frame gone since the
+// capture (the helper's parameter), which the next calls' frames overwrite: the callback read
+// whatever lay there, silently.
+TEST_CASE("Escapes: a host function handed an address in the frame of a function that returned during the capture "
+          "is refused at the end, naming the node; data in the capturing function's own frame, on the heap, or "
+          "in a frame alive at capture_end is captured; EscapeCheck::Off keeps the address",
+          "[escapes][gpu]") {
+  cugraphs::Stream stream;
+  SECTION("a helper's parameter, through a CaptureScope") {
+    Graph g;
+    {
+      CaptureScope scope(g);
+      queue_frame_callback(scope.stream(), 7);
+      // Ended here, in this frame, as the scope's end would (a lambda around the call would be a
+      // frame of its own below this one, where the helper's frame was).
+      bool refused = false;
+      try {
+        scope.end();
+      } catch (const cugraphs::Error& e) {
+        refused = true;
+        CHECK(e.code() == cudaSuccess);
+        CHECK(contains(e.what(), "host function node 0 (a cudaLaunchHostFunc) is handed 0x"));
+        CHECK(contains(e.what(), "in the frame of a function that returned while the capture was open"));
+        CHECK(contains(e.what(), "outlives the graph"));
+        std::printf("escapes: capture_end after a callback given a helper's parameter says: %s\n", e.what());
+      }
+      CHECK(refused);
+    }
+    CHECK_FALSE(g.is_capturing());
+    CHECK_FALSE(g.is_instantiated());
+    int frame = 3;  // the same graph captures again with state that outlives it
+    {
+      CaptureScope scope(g);
+      queue_state_callback(scope.stream(), &frame);
+    }
+    for (const int v : {4, 5}) {
+      frame = v;
+      g.replay(stream);
+      stream.synchronize();
+      CHECK(g_frame_seen == v);
+    }
+  }
+  SECTION("a step's own local, through capture_or_update and capture_begin/capture_end") {
+    Graph g;
+    const auto step = [](cudaStream_t s) { queue_frame_callback(s, 9); };
+    const auto e = expect_error([&] { (void)g.capture_or_update(step); });
+    CHECK(contains(e.what(), "host function node 0"));
+    CHECK_FALSE(g.is_instantiated());
+    g.capture_begin();
+    queue_frame_callback(cugraphs::current_stream(), 10);
+    bool refused = false;
+    try {
+      g.capture_end();
+    } catch (const cugraphs::Error& e2) {
+      refused = true;
+      CHECK(contains(e2.what(), "returned while the capture was open"));
+    }
+    CHECK(refused);
+    CHECK_FALSE(g.is_capturing());
+  }
+  SECTION("the capturing function's frame, the heap, a frame alive at capture_end") {
+    int frame = 0;  // this function's frame: alive while it replays
+    auto heap = std::make_unique<int>(0);
+    Graph g;
+    {
+      CaptureScope scope(g);
+      cugraphs::check(cudaLaunchHostFunc(scope.stream(), record_frame, &frame), "cudaLaunchHostFunc");
+      queue_state_callback(scope.stream(), heap.get());
+    }
+    REQUIRE(g.is_instantiated());
+    frame = 11;
+    *heap = 12;
+    g.replay(stream);
+    stream.synchronize();
+    CHECK(g_frame_seen == 12);  // the second callback ran last
+    Graph h;
+    h.capture_begin();
+    end_and_replay_here(h, stream);
+    CHECK(h.is_instantiated());
+  }
+  SECTION("EscapeCheck::Off") {
+    CaptureOptions o;
+    o.escapes = cugraphs::EscapeCheck::Off;
+    Graph g;
+    {
+      CaptureScope scope(g, o);
+      queue_frame_callback(scope.stream(), 13);
+    }
+    CHECK(g.is_instantiated());  // not replayed: its callback would read a dead frame
+  }
+  cugraphs::check(cudaGetLastError(), "cudaGetLastError");
 }
 
 // Before: samples and staged inputs were copied as device-to-device copies whatever they were.

@@ -248,6 +248,20 @@ __global__ void uniforms_from(float* out, std::size_t n, const PhiloxArgs* args)
   out[i] = curand_uniform(&state);
 }
 
+// A sampling step's parameters as a port keeps them: the draw beside a temperature.
+struct Sampling {
+  PhiloxArgs rng;
+  float temperature;
+};
+__global__ void scaled_uniforms(float* out, std::size_t n, Sampling p) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i >= n) return;
+  const auto [seed, offset] = cugraphs::rng::unpack(p.rng);
+  curandStatePhilox4_32_10_t state;
+  curand_init(seed, i, offset, &state);
+  out[i] = curand_uniform(&state) * p.temperature;
+}
+
 struct FreePinned {
   void operator()(void* p) const noexcept { (void)cudaFreeHost(p); }
 };
@@ -948,6 +962,17 @@ TEST_CASE("RNG: a captured kernel given numbers drawn before the capture is an E
     });
   });
   CHECK(contains(again.what(), "takes random numbers drawn outside it"));
+  // Before: a PhiloxArgs inside a struct (a sampling step's parameters) was not judged, and
+  // every replay drew the capture's numbers, silently.
+  const PhiloxArgs nested = gen.philox(1);
+  const auto in_struct = expect_error([&] {
+    cugraphs::capture(g, [&](cudaStream_t s) {
+      scaled_uniforms<<<blocks_for(out.size()), kThreads, 0, s>>>(out.data(), out.size(), Sampling{nested, 0.5f});
+    });
+  });
+  CHECK(contains(in_struct.what(), "takes random numbers drawn outside it"));
+  CHECK(contains(in_struct.what(), "seed 11 and offset " + std::to_string(nested.offset)));
+  CHECK_FALSE(g.is_capturing());
   // Drawn inside the capture: every replay draws afresh.
   cugraphs::capture(g, [&](cudaStream_t s) { draw(gen, out, 1, s); });
   g.replay();

@@ -150,7 +150,10 @@ public:
   /// Replays the graph of `key`'s bucket on current_stream() (capturing it first if it is
   /// not cached) and returns its outputs.
   const Outputs& operator()(const Key& key) { return call(current_stream(), key); }
-  /// The same on `stream`.
+  /// The same on `stream`, which is this thread's current_stream() while f runs for a bucket
+  /// not cached (its warm-up and capture): the escape check watches it, as it watches the
+  /// current stream, so that f's work left there (a library handle bound to `stream` at
+  /// start-up) is refused instead of running once.
   const Outputs& operator()(cudaStream_t stream, const Key& key) { return call(stream, key); }
 
   /// The bucket a call with `key` runs: the smallest not below it. Past the largest
@@ -208,7 +211,11 @@ private:
     bool ran = false;  // the call ran eagerly as the bucket's last warm-up call
     if (entry != nullptr) {
       ++stats_.hits;
+    } else if (stream == current_stream()) {
+      entry = &admit(b, stream, &ran);
     } else {
+      // The call's stream is where f's caller means its work to go: the capture watches it.
+      StreamGuard on(stream);
       entry = &admit(b, stream, &ran);
     }
     ++stats_.calls;

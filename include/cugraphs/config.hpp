@@ -8,6 +8,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
 #include <cstdlib>
 
 /// 1 when cugraphs reports failures by throwing cugraphs::Error (the default), 0 in builds
@@ -43,6 +44,19 @@
 #  define CUGRAPHS_INLINE
 #else
 #  define CUGRAPHS_INLINE inline
+#endif
+
+/// The stack pointer of the function that called the one this is written in (the call's
+/// canonical frame address), where cugraphs can read it (g++ and clang on Linux, x86-64 and
+/// AArch64; 0 elsewhere). The entry points of a capture (CaptureScope, Graph::capture_begin
+/// and capture_end) are kept out of line and read it, so that a capture's end can tell the
+/// frames of functions that returned during the capture (capture_session.ipp).
+#if defined(__GNUC__) && defined(__linux__) && (defined(__x86_64__) || defined(__aarch64__))
+#  define CUGRAPHS_NOINLINE __attribute__((noinline))
+#  define CUGRAPHS_CALLER_STACK() reinterpret_cast<::std::uintptr_t>(__builtin_dwarf_cfa())
+#else
+#  define CUGRAPHS_NOINLINE
+#  define CUGRAPHS_CALLER_STACK() ::std::uintptr_t{0}
 #endif
 
 #if defined(CUGRAPHS_SEPARATE_COMPILATION)

@@ -71,6 +71,10 @@ public:
   bool check_copies = true;                       // refuse pageable copies, cuRAND host kernels (EscapeCheck)
   bool allow_empty = false;                       // keep a capture that recorded no work (CaptureOptions)
   bool watch_buffers = true;                      // launches check the buffers named (CaptureOptions)
+  // The caller's stack pointer at the capture's begin and at its end (CaptureEntry; 0 where
+  // unknown): the frames below both returned while the capture was open.
+  std::uintptr_t begin_stack = 0;
+  std::uintptr_t end_stack = 0;
 
   // Whether the capture is still open (end() and abort() close it).
   [[nodiscard]] bool is_open() const noexcept { return open_; }

@@ -114,13 +114,18 @@ struct ConditionalMade {
 //    device memory.
 //  - `curand`: a kernel of cuRAND's host API whose replays draw the numbers drawn at
 //    capture (curand_host_kernel: a Sobol generator's, MT19937's), described.
+//  - `stack_data`: a host function node whose data lies on this thread's stack below
+//    `gone_below` (in the frame of a function that returned while the capture was open; 0:
+//    not checked), described: every replay would hand the callback a dead frame's address.
 // A node that cannot be read is passed over. The queries run in relaxed capture mode and leave
 // no error behind.
 struct CaptureAudit {
   std::optional<std::string> pageable;
   std::optional<std::string> curand;
+  std::optional<std::string> stack_data;
 };
-[[nodiscard]] CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals) noexcept;
+[[nodiscard]] CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
+                                         std::uintptr_t gone_below) noexcept;
 
 // What a capturing stream will attach its next node to.
 struct CaptureInfo {

@@ -79,6 +79,27 @@ inline thread_local FreshCaptureNodes* tls_fresh_capture = nullptr;
 // Set by Graph::recapture for the capture it begins: the graph that capture is made for (its
 // CaptureSession::workspace_key), so that library resources kept per graph are reused.
 inline thread_local std::uint64_t tls_recapture_of = 0;
+// The caller's stack pointer (CUGRAPHS_CALLER_STACK) at the outermost of the nested entry
+// points beginning or ending a capture on this thread (a CaptureScope's constructor, then
+// Graph::capture_begin), while that call runs; 0 outside them.
+inline thread_local std::uintptr_t tls_capture_entry_stack = 0;
+// Held by each entry point: the outermost one's stack pointer is the one kept.
+class CaptureEntry {
+public:
+  explicit CaptureEntry(std::uintptr_t caller_stack) noexcept
+      : set_(tls_capture_entry_stack == 0 && caller_stack != 0) {
+    if (set_) tls_capture_entry_stack = caller_stack;
+  }
+  ~CaptureEntry() {
+    if (set_) tls_capture_entry_stack = 0;
+  }
+  CaptureEntry(const CaptureEntry&) = delete;
+  CaptureEntry& operator=(const CaptureEntry&) = delete;
+  [[nodiscard]] static std::uintptr_t stack() noexcept { return tls_capture_entry_stack; }
+
+private:
+  bool set_;
+};
 class VerifyAccess;  // verify.hpp: what verify_replay reads of a Graph, and its fresh capture
 
 // Notes `taken`, just taken in capture `capture`, with that capture. In verify_replay's fresh

@@ -187,17 +187,20 @@ CUGRAPHS_INLINE std::optional<std::pair<std::uint64_t, std::uint64_t>> eager_dra
     (void)walk_nodes(
         g, conditionals, op,
         [&](std::span<const std::span<const std::byte>> params) {
-          // A PhiloxArgs passed by value is a parameter of its own, 24 bytes: seed, offset, and
-          // no device words. Only such a parameter is judged, so other arguments that happen
-          // to hold the same numbers (a count, a null pointer) are never taken for a draw.
+          // A PhiloxArgs passed by value, as a parameter of its own or a member of one (a
+          // sampling struct holding it beside a temperature): 24 bytes at an 8-byte step, the
+          // seed, the offset and no device words. Only that shape is judged, so other arguments
+          // that happen to hold the same numbers (a count, a null pointer) are not taken for a
+          // draw; a seed and an offset passed as two parameters of their own are not judged.
           for (const auto a : params) {
-            if (a.size() != 3 * sizeof(std::uint64_t)) continue;
-            std::uint64_t w[3];
-            std::memcpy(w, a.data(), sizeof w);
-            if (w[2] != 0 || (w[0] == 0 && w[1] == 0)) continue;  // all zeros: any zeroed struct
-            for (std::size_t i = 0; i < kept && !found; ++i)
-              if (eager.kept[i] == std::pair{w[0], w[1]}) found = eager.kept[i];
-            if (found) return false;  // stops the walk
+            for (std::size_t at = 0; at + 3 * sizeof(std::uint64_t) <= a.size(); at += sizeof(std::uint64_t)) {
+              std::uint64_t w[3];
+              std::memcpy(w, a.data() + at, sizeof w);
+              if (w[2] != 0 || (w[0] == 0 && w[1] == 0)) continue;  // all zeros: any zeroed struct
+              for (std::size_t i = 0; i < kept && !found; ++i)
+                if (eager.kept[i] == std::pair{w[0], w[1]}) found = eager.kept[i];
+              if (found) return false;  // stops the walk
+            }
           }
           return true;
         },

@@ -91,8 +91,9 @@ CUGRAPHS_INLINE Graph& Graph::operator=(Graph&& o) noexcept {
   return *this;
 }
 
-CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
+CUGRAPHS_NOINLINE CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
   constexpr std::string_view op = "Graph::capture_begin";
+  const detail::CaptureEntry entry(CUGRAPHS_CALLER_STACK());
   if (is_capturing())
     detail::throw_misuse(op, "this graph is already capturing; call capture_end() (or capture_abort()) before "
                              "beginning another capture");
@@ -113,6 +114,7 @@ CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
   capture_->check_copies = guard;
   capture_->allow_empty = opts.allow_empty;
   capture_->watch_buffers = opts.watch_buffers;
+  capture_->begin_stack = detail::CaptureEntry::stack();
   mode_ = opts.mode;
   escapes_ = opts.escapes;
   stream_ = opts.stream;
@@ -121,8 +123,9 @@ CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions& opts) {
   moved_from_ = false;
 }
 
-CUGRAPHS_INLINE void Graph::capture_end() {
+CUGRAPHS_NOINLINE CUGRAPHS_INLINE void Graph::capture_end() {
   constexpr std::string_view op = "Graph::capture_end";
+  const detail::CaptureEntry entry(CUGRAPHS_CALLER_STACK());
   if (!is_capturing()) detail::throw_misuse(op, "no capture is open on this graph; call capture_begin() first");
   if (detail::innermost_capture() != capture_.get())
     detail::throw_misuse(op, "this capture is not the innermost capture open on this thread; end captures on the "
@@ -135,6 +138,7 @@ CUGRAPHS_INLINE void Graph::capture_end() {
   const cudaStream_t stream = capture_->stream;
   const bool instantiate_now = capture_->instantiate;
   CUGRAPHS_TRY {
+    capture_->end_stack = detail::CaptureEntry::stack();
     auto captured = capture_->end(op);
     capture_.reset();
     core_->pool = std::move(captured.share);

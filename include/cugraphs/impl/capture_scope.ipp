@@ -12,8 +12,9 @@
 
 namespace cugraphs {
 
-CUGRAPHS_INLINE CaptureScope::CaptureScope(Graph& graph, const CaptureOptions& opts)
+CUGRAPHS_NOINLINE CUGRAPHS_INLINE CaptureScope::CaptureScope(Graph& graph, const CaptureOptions& opts)
     : graph_(&graph), uncaught_(std::uncaught_exceptions()) {
+  const detail::CaptureEntry entry(CUGRAPHS_CALLER_STACK());  // the scope's owner's frame, not this one's
   graph.capture_begin(opts);  // makes the capture stream current until the capture ends
   capture_id_ = detail::innermost_capture()->id;  // the capture just begun
 }
@@ -22,8 +23,9 @@ CUGRAPHS_INLINE detail::CaptureSession* CaptureScope::session() const noexcept {
   return open_ ? detail::CaptureSession::find(capture_id_) : nullptr;
 }
 
-CUGRAPHS_INLINE CaptureScope::~CaptureScope() noexcept(false) {
+CUGRAPHS_NOINLINE CUGRAPHS_INLINE CaptureScope::~CaptureScope() noexcept(false) {
   if (!open_) return;
+  const detail::CaptureEntry entry(CUGRAPHS_CALLER_STACK());
   if (std::uncaught_exceptions() > uncaught_) {
     abort();
   } else {
@@ -41,8 +43,9 @@ CUGRAPHS_INLINE Graph& CaptureScope::graph() const noexcept {
   return s != nullptr ? *s->owner : *graph_;
 }
 
-CUGRAPHS_INLINE void CaptureScope::end() {
+CUGRAPHS_NOINLINE CUGRAPHS_INLINE void CaptureScope::end() {
   constexpr std::string_view op = "CaptureScope::end";
+  const detail::CaptureEntry entry(CUGRAPHS_CALLER_STACK());
   if (!open_) detail::throw_misuse(op, "the scope has already ended");
   detail::CaptureSession* s = session();
   if (s == nullptr) {

@@ -63,11 +63,15 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   // runs, long after the eager call would have staged it, when a stack variable is gone.
   // A kernel of cuRAND's host API (curandGenerate* called inside the capture) of a generator
   // that does not advance on the device: every replay would draw the numbers drawn here.
+  // A host function handed an address in the frame of a function that has returned (below the
+  // stack pointers of the capture's begin and end): every replay would hand it a dead frame.
+  const std::uintptr_t gone_below = begin_stack != 0 && end_stack != 0 ? std::min(begin_stack, end_stack) : 0;
   CaptureAudit audit;
-  if (clean && check_copies) audit = audit_capture(c.graph, frames.made());
+  if (clean && check_copies) audit = audit_capture(c.graph, frames.made(), gone_below);
   const std::optional<std::string>& pageable = audit.pageable;
   const std::optional<std::string>& curand = audit.curand;
-  clean = clean && !pageable && !curand;
+  const std::optional<std::string>& stack_data = audit.stack_data;
+  clean = clean && !pageable && !curand && !stack_data;
   // Random numbers drawn before the capture and handed to one of its kernels: every replay
   // would draw the same numbers.
   std::optional<std::pair<std::uint64_t, std::uint64_t>> frozen;
@@ -114,6 +118,13 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
                      "device (XORWOW, the default; Philox; MRG32K3A; MTGP32); EscapeCheck::Off keeps the fixed "
                      "numbers",
                  *curand);
+  if (stack_data)
+    throw_misuse(op, "{}, an address on this thread's stack in the frame of a function that returned while the "
+                     "capture was open: every replay would call the callback with that address, where other "
+                     "calls' frames (or nothing) lie by then. Hand the callback a pointer to state that outlives "
+                     "the graph (a member, a heap object, a static), which it reads when it runs; EscapeCheck::Off "
+                     "keeps the address",
+                 *stack_data);
   if (frozen)
     throw_misuse(op, "a kernel of the capture takes random numbers drawn outside it (a PhiloxArgs of seed {} and "
                      "offset {}, drawn by Generator::philox on this thread before the capture began): every replay "

@@ -85,12 +85,14 @@ CUGRAPHS_INLINE std::string per_thread_escape_message(std::string_view found) {
 CUGRAPHS_INLINE std::string watched_escape_message(cudaStream_t stream, std::string_view found) {
   return detail::format(
       "Work was issued to stream {} while the capture was open, and the capture stream never waited for it "
-      "({}). That stream was this thread's current_stream() when the capture began, so the escape check "
+      "({}). That stream was this thread's current_stream() when the capture began (a GraphCache call's "
+      "stream is, while the call captures its bucket), so the escape check "
       "(CaptureOptions::escapes) forked it into the capture: without the check the work would have run once, "
       "eagerly, at capture time and been missing from every replay. The check captured it instead and "
       "refuses the capture, which is lost. Usual causes: a library handle bound to that stream before the "
-      "capture (cublasSetStream: bind the handle to current_stream() inside the step, or use "
-      "cugraphs::cublas::Handle or Follow), a kernel or copy given the stream saved before the capture, or a "
+      "capture (cublasSetStream, cufftSetStream, curandSetStream, cusparseSetStream: bind the handle to "
+      "current_stream() inside the step, or use cugraphs::cublas::Handle or Follow, or a CurrentStreamListener "
+      "for other libraries), a kernel or copy given the stream saved before the capture, or a "
       "StreamGuard of that stream inside a conditional body (which cannot fork it into the body). Remedy: "
       "queue the work on current_stream() (CaptureScope::stream()). Work there that the capture stream waits "
       "for (an event recorded after it and waited on by current_stream()) is captured as a branch; "

@@ -13,6 +13,13 @@
 #include <memory>
 #include <utility>
 
+#if defined(__linux__) && defined(__GLIBC__)
+#  include <pthread.h>
+#  define CUGRAPHS_DETAIL_HAS_STACK_BOUNDS 1
+#else
+#  define CUGRAPHS_DETAIL_HAS_STACK_BOUNDS 0
+#endif
+
 #if __has_include(<cxxabi.h>)
 #  include <cxxabi.h>
 #  define CUGRAPHS_DETAIL_HAS_CXXABI 1
@@ -205,6 +212,23 @@ inline cudaError_t try_graph_allocations(cudaGraph_t g, Ranges& out) {
   return first;
 }
 
+// This thread's stack, [first, second), where the platform tells it ({0, 0} elsewhere).
+inline std::pair<std::uintptr_t, std::uintptr_t> thread_stack() noexcept {
+#if CUGRAPHS_DETAIL_HAS_STACK_BOUNDS
+  pthread_attr_t attr;
+  if (pthread_getattr_np(pthread_self(), &attr) != 0) return {0, 0};
+  void* base = nullptr;
+  std::size_t bytes = 0;
+  const int e = pthread_attr_getstack(&attr, &base, &bytes);
+  (void)pthread_attr_destroy(&attr);
+  if (e != 0) return {0, 0};
+  const auto low = reinterpret_cast<std::uintptr_t>(base);
+  return {low, low + bytes};
+#else
+  return {0, 0};
+#endif
+}
+
 inline bool in_ranges(const Ranges& ranges, const void* p) noexcept {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   return std::ranges::any_of(ranges, [&](const auto& r) { return address - r.first < r.second; });
@@ -237,8 +261,22 @@ CUGRAPHS_INLINE bool plain_pageable(const void* p,
          std::ranges::none_of(excluded, [&](const auto& r) { return address - r.first < r.second; });
 }
 
-CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals) noexcept {
+CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
+                                           std::uintptr_t gone_below) noexcept {
   RelaxedCaptureMode relaxed;  // another capture may be open on this thread or, in Global mode, on others
+  // This thread's stack below `gone_below` (frames that returned while the capture was open),
+  // read at the first host node: empty where unknown, or where the capture's entry points ran
+  // on another stack (a fiber's) than the thread's.
+  std::optional<std::pair<std::uintptr_t, std::uintptr_t>> gone;
+  const auto on_gone_frame = [&](const void* p) {
+    if (gone_below == 0 || p == nullptr) return false;
+    if (!gone) {
+      const auto [low, high] = graph_queries_detail::thread_stack();
+      gone = low <= gone_below && gone_below < high ? std::pair{low, gone_below} : std::pair{std::uintptr_t{0}, std::uintptr_t{0}};
+    }
+    const auto address = reinterpret_cast<std::uintptr_t>(p);
+    return gone->first <= address && address < gone->second;
+  };
   // The allocations of g's memory-allocation nodes, found once (those that can be read).
   graph_queries_detail::Ranges allocations;
   (void)graph_queries_detail::try_graph_allocations(g, allocations);
@@ -257,6 +295,9 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
       if (t == cudaGraphNodeTypeKernel) {
         if (!found.curand && curand_host_kernel(nodes[i], name))
           found.curand = format("kernel node {}{} runs {}", i, where, graph_queries_detail::demangled(name.c_str()));
+      } else if (cudaHostNodeParams h{}; t == cudaGraphNodeTypeHost) {
+        if (!found.stack_data && cudaGraphHostNodeGetParams(nodes[i], &h) == cudaSuccess && on_gone_frame(h.userData))
+          found.stack_data = format("host function node {}{} (a cudaLaunchHostFunc) is handed {}", i, where, h.userData);
       } else if (t == cudaGraphNodeTypeMemcpy) {
         cudaMemcpy3DParms p{};
         if (cudaGraphMemcpyNodeGetParams(nodes[i], &p) != cudaSuccess) continue;
