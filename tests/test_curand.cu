@@ -111,6 +111,39 @@ TEST_CASE("cuRAND: curandGenerate* of a Sobol or MT19937 generator inside a capt
   }
 }
 
+// Before: a generator seeded inside the capture (an engine's seed a frame, for frames that can
+// be replayed deterministically) was captured with cuRAND's seeding kernel: every replay seeded
+// the states again with the capture's seed and drew the same numbers, silently.
+TEST_CASE("cuRAND: a generator seeded inside a capture is an Error naming cuRAND's seeding kernel; with "
+          "EscapeCheck::Off every replay draws the same numbers",
+          "[curand][escapes][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  DeviceBuffer<float> out(kCount);
+  for (const curandRngType_t type : {CURAND_RNG_PSEUDO_XORWOW, CURAND_RNG_PSEUDO_PHILOX4_32_10}) {
+    INFO("cuRAND type " << static_cast<int>(type));
+    Generator gen(type);
+    gen.warm(out);
+    const auto frame = [&](cudaStream_t s) {
+      check(curandSetPseudoRandomGeneratorSeed(gen.gen, 99), "curandSetPseudoRandomGeneratorSeed");
+      gen.draw(out, s);
+    };
+    Graph g;
+    const auto e = expect_error([&] { cugraphs::capture(g, frame); });
+    CHECK(e.code() == cudaSuccess);
+    CHECK(contains(e.what(), "seeds a generator's states"));
+    CHECK(contains(e.what(), "generate_seed_pseudo"));
+    CHECK_FALSE(g.is_instantiated());
+    cugraphs::CaptureOptions o;
+    o.escapes = cugraphs::EscapeCheck::Off;
+    cugraphs::capture(g, frame, o);
+    g.replay();
+    const auto first = out.to_host();
+    g.replay();
+    CHECK(bitwise_equal(out.to_host(), first));
+  }
+}
+
 TEST_CASE("cuRAND: with EscapeCheck::Off a Sobol capture stands and its replays draw the same numbers (why the "
           "check refuses it); a graphed callable that draws from it is refused when it is made",
           "[curand][escapes][graphed][gpu]") {

@@ -265,6 +265,12 @@ TEST_CASE("cuRAND's host-API kernels whose replays repeat are told from its othe
   CHECK(is_curand_host_kernel_name("_Z9gen_quasiI24__curandStateSharedSobolIjEfiXadL_Z22_curand_uniform_noargsjiEE10rng_"
                                    "configIS1_L14curandOrdering101EEEvPT0_mjjyPKNT_10value_typeET1_"));
   CHECK(is_curand_host_kernel_name("_Z23mt19937_scratch_convertIfEvPjPT_i"));
+  // The kernels that seed a pseudo-random generator's states (XORWOW, Philox, MRG32K3A).
+  CHECK(is_curand_host_kernel_name("_Z20generate_seed_pseudoyyy14curandOrderingP17curandStateXORWOWPj"));
+  CHECK(is_curand_host_kernel_name("_Z20generate_seed_pseudoyyP24curandStatePhilox4_32_10"));
+  CHECK(is_curand_host_kernel_name("_Z20generate_seed_pseudoI10rng_configI19curandStateMRG32k3aL14curandOrdering101EEEvyyyS2_"
+                                   "PS1_Pj"));
+  CHECK_FALSE(is_curand_host_kernel_name("_Z20generate_seed_pseudoPfm"));
   // Generators that advance on the device (their replays draw afresh), a program's own kernel
   // on cuRAND's device API, a namespaced kernel, a kernel of that name that takes no
   // curandState, names that are not mangled or are cut short.

@@ -113,7 +113,8 @@ struct ConditionalMade {
 //    backed yet when a capture has just ended), and so does a side the copy's kind names as
 //    device memory.
 //  - `curand`: a kernel of cuRAND's host API whose replays draw the numbers drawn at
-//    capture (curand_host_kernel: a Sobol generator's, MT19937's), described.
+//    capture (curand_host_kernel: a Sobol generator's, MT19937's, or the kernel that seeds a
+//    generator's states, then `curand_seeds`), described.
 //  - `stack_data`: a host function node whose data lies on this thread's stack below
 //    `gone_below` (in the frame of a function that returned while the capture was open; 0:
 //    not checked), described: every replay would hand the callback a dead frame's address.
@@ -122,6 +123,7 @@ struct ConditionalMade {
 struct CaptureAudit {
   std::optional<std::string> pageable;
   std::optional<std::string> curand;
+  bool curand_seeds = false;
   std::optional<std::string> stack_data;
 };
 [[nodiscard]] CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,

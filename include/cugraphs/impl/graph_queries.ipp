@@ -293,8 +293,10 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
       cudaGraphNodeType t{};
       if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
       if (t == cudaGraphNodeTypeKernel) {
-        if (!found.curand && curand_host_kernel(nodes[i], name))
+        if (!found.curand && curand_host_kernel(nodes[i], name)) {
           found.curand = format("kernel node {}{} runs {}", i, where, graph_queries_detail::demangled(name.c_str()));
+          found.curand_seeds = name.find("generate_seed_pseudo") != std::string::npos;
+        }
       } else if (cudaHostNodeParams h{}; t == cudaGraphNodeTypeHost) {
         if (!found.stack_data && cudaGraphHostNodeGetParams(nodes[i], &h) == cudaSuccess && on_gone_frame(h.userData))
           found.stack_data = format("host function node {}{} (a cudaLaunchHostFunc) is handed {}", i, where, h.userData);

@@ -170,7 +170,10 @@ CUGRAPHS_INLINE bool is_curand_host_kernel_name(std::string_view name) noexcept 
   // generators take their position as an argument; MT19937 generates on the host's call and
   // captures only the conversion of what it generated. A program's own kernel (one that takes
   // a curandState: the device API) has another base name. XORWOW, MRG32K3A, MTGP32 and Philox
-  // keep their states in device memory: their replays draw fresh numbers.
+  // keep their states in device memory: their replays draw fresh numbers, unless the capture
+  // holds the kernel that seeds those states (generate_seed_pseudo: the generator was seeded,
+  // or its offset set, inside the capture, or its first draw was captured), which every replay
+  // would run again with the capture's seed.
   if (!name.starts_with("_Z")) return false;
   std::size_t at = 2, length = 0;
   for (; at < name.size() && name[at] >= '0' && name[at] <= '9' && length < name.size(); ++at)
@@ -178,7 +181,7 @@ CUGRAPHS_INLINE bool is_curand_host_kernel_name(std::string_view name) noexcept 
   if (at == 2 || length > name.size() - at) return false;
   const std::string_view base = name.substr(at, length);
   if (base == "mt19937_scratch_convert") return true;
-  return (base == "gen_quasi" || base == "gen_quasi_scrambled") &&
+  return (base == "gen_quasi" || base == "gen_quasi_scrambled" || base == "generate_seed_pseudo") &&
          name.find("curandState", at + length) != std::string_view::npos;
 }
 
