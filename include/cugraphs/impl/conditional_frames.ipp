@@ -262,7 +262,9 @@ CUGRAPHS_INLINE void ConditionalFrames::check_parent_untouched(const Conditional
     throw_misuse(op, "work was launched on the enclosing stream ({}: {}) while the conditional body was open; it "
                      "would run after the conditional node, outside the body, on every replay (and the body with a "
                      "stale condition). Inside a conditional scope launch on current_stream() or the scope's "
-                     "stream() ({}), which capture the body; the capture was aborted",
+                     "stream() ({}), which capture the body; a library handle bound to the enclosing stream "
+                     "(cublasSetStream, cufftSetStream before the scope) must follow it too: cublas::Handle or "
+                     "Follow, or a CurrentStreamListener. The capture was aborted",
                  f.parent == top_ ? "the capture stream" : "the stream of the enclosing conditional body",
                  static_cast<const void*>(f.parent), static_cast<const void*>(f.stream));
   // Another stream that captures into the enclosing graph (one forked from it before the scope
