@@ -85,6 +85,13 @@ __global__ void append_at(float* log, int* pos, float v, float* wrote) {
   *pos = p + 1;
 }
 
+__global__ void append_from(float* log, int* pos, const float* v, float* wrote) {
+  const int p = *pos;
+  log[p] = *v;
+  *wrote = static_cast<float>(p);
+  *pos = p + 1;
+}
+
 }  // namespace
 
 TEST_CASE("GraphCache: a key runs the smallest bucket not below it, captured on its first call into one shared "
@@ -335,6 +342,50 @@ TEST_CASE("GraphCache: a call on a stream that is not current watches that strea
   stream.synchronize();
   CHECK(cache.cached(1));
   CHECK(host(acc.span())[0] == before + 3.0f);
+}
+
+// A decode step's per-call value read from the host is frozen at its bucket's capture: the
+// cache's calls cannot take it as an argument, and GraphCache::verify names it.
+TEST_CASE("GraphCache: verify checks a bucket's graph against f run eagerly from the same state: a value read "
+          "from the host and changed since the capture is named; the same value kept in device memory passes",
+          "[cache][verify][gpu]") {
+  cugraphs::Stream stream;
+  cugraphs::StreamGuard on(stream);
+  DeviceBuffer<int> pos(1);
+  DeviceBuffer<float> log(16), temperature(1);
+  put_all(pos, 0);
+  put_all(log, -1.0f);
+  float host_temperature = 1.0f;  // a request's temperature, read from the host
+  bool from_device = false;
+  auto append = [&](int) {
+    DeviceBuffer<float> wrote(1);
+    if (from_device)  // the port: the value in device memory, written before the calls
+      append_from<<<1, 1, 0, cugraphs::current_stream()>>>(log.data(), pos.data(), temperature.data(), wrote.data());
+    else
+      append_at<<<1, 1, 0, cugraphs::current_stream()>>>(log.data(), pos.data(), host_temperature, wrote.data());
+    cugraphs::check_launch("append");
+    return wrote;
+  };
+  auto cache = cugraphs::make_graph_cache(std::vector<int>{1}, append);
+  const auto not_cached = expect_error([&] { cache.verify(1, log, pos); });
+  CHECK(contains(not_cached.what(), "is not cached"));
+  (void)cache(1);
+  (void)cache(1);
+  cache.verify(1, log, pos);  // nothing changed since the capture: the replay matches
+  host_temperature = 2.0f;    // the next request
+  const auto e = expect_error([&] { cache.verify(1, log, pos); });
+  CHECK(contains(e.what(), "the replay and the step run eagerly from the same state differ"));
+  std::printf("cache: verify after a host value changed says: %s\n", e.what());
+  // Ported: the value in device memory; the bucket captures again after clear().
+  from_device = true;
+  cache.clear();
+  put_all(temperature, 1.0f);
+  (void)cache(1);
+  put_all(temperature, 3.0f);
+  cache.verify(1, log, pos);
+  const int at = host(pos)[0];
+  REQUIRE(at >= 1);
+  CHECK(host(log)[static_cast<std::size_t>(at - 1)] == 3.0f);  // the state holds the replay's
 }
 
 // Before: a bucket's first call ran f eagerly (the warm-up) and then replayed the graph just

@@ -9,6 +9,7 @@
 #include <cugraphs/graphed.hpp>
 #include <cugraphs/memory.hpp>
 #include <cugraphs/stream.hpp>
+#include <cugraphs/verify.hpp>
 
 #include <cuda_runtime_api.h>
 
@@ -169,6 +170,35 @@ public:
       if (buckets_[e->bucket] == bucket) return &e->graph;
     return nullptr;
   }
+  /// Checks the cached graph of `key`'s bucket against f(bucket) run eagerly from the same
+  /// state, as verify_replay does for a Graph: the state (the DeviceBuffers or DeviceSpans the
+  /// step writes: a KV cache, a position) is saved, f runs eagerly on it, the state is put
+  /// back, the graph replays, and the two results are compared; the state then holds the
+  /// replay's. It finds what a bucket's capture froze and a call would now do otherwise (a
+  /// position, a temperature or a cache slot read from the host), which the cache's calls
+  /// cannot take as arguments. An Error, before anything runs, where the bucket is not cached
+  /// (call the cache with `key` first), and as verify_replay's.
+  template <class... S>
+    requires(detail::VerifiableState<S> && ...)
+  void verify(const VerifyOptions& opts, const Key& key, const S&... state) {
+    const std::size_t b = index_for(key);
+    Entry* entry = nullptr;
+    for (const auto& e : entries_)
+      if (e->bucket == b) entry = e.get();
+    if (entry == nullptr)
+      detail::throw_misuse("GraphCache::verify", "bucket {} (of key {}) is not cached; call the cache with the key "
+                                                 "first, so that its graph is captured",
+                           detail::key_text(buckets_[b]), detail::key_text(key));
+    const Key& bucket = buckets_[b];
+    verify_replay(opts, entry->graph, [&, this] { static_cast<void>(f_(bucket)); }, state...);
+  }
+  /// verify with the default options.
+  template <class... S>
+    requires(detail::VerifiableState<S> && ...)
+  void verify(const Key& key, const S&... state) {
+    verify(VerifyOptions{}, key, state...);
+  }
+
   [[nodiscard]] const GraphCacheStats& stats() const noexcept { return stats_; }
   /// The pool every graph of the cache captures into.
   [[nodiscard]] const PoolHandle& pool() const noexcept { return pool_; }
