@@ -54,6 +54,18 @@ struct Generator {
   curandGenerator_t gen{};
 };
 
+// Runs `body(type, gen)` for each cuRAND type that keeps its states on the device (XORWOW,
+// Philox), with a generator of that type warmed by one eager draw into `out`.
+template <class F>
+void for_device_state_types(DeviceBuffer<float>& out, F&& body) {
+  for (const curandRngType_t type : {CURAND_RNG_PSEUDO_XORWOW, CURAND_RNG_PSEUDO_PHILOX4_32_10}) {
+    INFO("cuRAND type " << static_cast<int>(type));
+    Generator gen(type);
+    gen.warm(out);
+    body(type, gen);
+  }
+}
+
 }  // namespace
 
 // The device API: each thread's state in device memory, set up once and advanced by every
@@ -120,10 +132,7 @@ TEST_CASE("cuRAND: a generator seeded inside a capture is an Error naming cuRAND
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);
   DeviceBuffer<float> out(kCount);
-  for (const curandRngType_t type : {CURAND_RNG_PSEUDO_XORWOW, CURAND_RNG_PSEUDO_PHILOX4_32_10}) {
-    INFO("cuRAND type " << static_cast<int>(type));
-    Generator gen(type);
-    gen.warm(out);
+  for_device_state_types(out, [&](curandRngType_t, Generator& gen) {
     const auto frame = [&](cudaStream_t s) {
       check(curandSetPseudoRandomGeneratorSeed(gen.gen, 99), "curandSetPseudoRandomGeneratorSeed");
       gen.draw(out, s);
@@ -141,7 +150,7 @@ TEST_CASE("cuRAND: a generator seeded inside a capture is an Error naming cuRAND
     const auto first = out.to_host();
     g.replay();
     CHECK(bitwise_equal(out.to_host(), first));
-  }
+  });
 }
 
 TEST_CASE("cuRAND: with EscapeCheck::Off a Sobol capture stands and its replays draw the same numbers (why the "
@@ -178,10 +187,7 @@ TEST_CASE("cuRAND: generators that keep their states on the device (XORWOW, Phil
   cugraphs::Stream stream;
   cugraphs::StreamGuard on(stream);
   DeviceBuffer<float> out(kCount);
-  for (const curandRngType_t type : {CURAND_RNG_PSEUDO_XORWOW, CURAND_RNG_PSEUDO_PHILOX4_32_10}) {
-    INFO("cuRAND type " << static_cast<int>(type));
-    Generator gen(type);
-    gen.warm(out);
+  for_device_state_types(out, [&](curandRngType_t type, Generator& gen) {
     Graph g;
     cugraphs::capture(g, [&](cudaStream_t s) { gen.draw(out, s); });
     g.replay();
@@ -200,7 +206,7 @@ TEST_CASE("cuRAND: generators that keep their states on the device (XORWOW, Phil
       twin.warm(eager);
       CHECK(bitwise_equal(eager.to_host(), second));
     }
-  }
+  });
   DeviceBuffer<curandStatePhilox4_32_10_t> states(kCount);
   setup_states<<<blocks_for(kCount), kThreads, 0, stream>>>(states.data(), kCount, 7);
   Graph g;
