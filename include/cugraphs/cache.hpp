@@ -182,9 +182,7 @@ public:
     requires(detail::VerifiableState<S> && ...)
   void verify(const VerifyOptions& opts, const Key& key, const S&... state) {
     const std::size_t b = index_for(key);
-    Entry* entry = nullptr;
-    for (const auto& e : entries_)
-      if (e->bucket == b) entry = e.get();
+    Entry* entry = cached_entry(b);
     if (entry == nullptr)
       detail::throw_misuse("GraphCache::verify", "bucket {} (of key {}) is not cached; call the cache with the key "
                                                  "first, so that its graph is captured",
@@ -235,23 +233,27 @@ private:
       detail::throw_misuse(kOp, "a capture is open on this thread; a GraphCache cannot be called inside a "
                                 "capture. Call it before capture_begin or after capture_end");
     const std::size_t b = index_for(key);
-    Entry* entry = nullptr;
-    for (const auto& e : entries_)
-      if (e->bucket == b) entry = e.get();
+    Entry* entry = cached_entry(b);
     bool ran = false;  // the call ran eagerly as the bucket's last warm-up call
     if (entry != nullptr) {
       ++stats_.hits;
-    } else if (stream == current_stream()) {
-      entry = &admit(b, stream, &ran);
     } else {
       // The call's stream is where f's caller means its work to go: the capture watches it.
-      StreamGuard on(stream);
+      std::optional<StreamGuard> on;
+      if (stream != current_stream()) on.emplace(stream);
       entry = &admit(b, stream, &ran);
     }
     ++stats_.calls;
     entry->last_use = ++tick_;
     if (!ran) entry->graph.replay(stream);
     return *entry->outputs;
+  }
+
+  // The cached entry of bucket `b`, or null.
+  Entry* cached_entry(std::size_t b) const noexcept {
+    for (const auto& e : entries_)
+      if (e->bucket == b) return e.get();
+    return nullptr;
   }
 
   // Captures bucket `b` and caches its graph, evicting as the limits require: before the

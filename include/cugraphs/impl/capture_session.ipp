@@ -108,16 +108,16 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   if (watched_escape)
     throw_error(cudaErrorStreamCaptureUnjoined, op, "{}", watched_escape_message(guard_.watched(), guard_.watched_escape()));
   if (pageable) throw_error(cudaErrorInvalidValue, op, "{}", pageable_copy_message(*pageable));
-  if (curand && audit.curand_seeds)
-    throw_misuse(op, "{}, the kernel with which cuRAND's host API seeds a generator's states (the generator was "
-                     "seeded or its offset set inside the capture, curandSetPseudoRandomGeneratorSeed or "
-                     "curandSetGeneratorOffset, or its first draw was captured): every replay would seed the states "
-                     "again with the capture's seed and draw the numbers drawn at capture. Seed and set offsets "
-                     "outside the graph (between replays), and warm the generator with an eager draw before the "
-                     "capture; or draw with cugraphs::Generator (docs/rng.md), whose replays draw afresh and whose "
-                     "manual_seed between replays applies to the next; EscapeCheck::Off keeps the fixed numbers",
-                 *curand);
-  if (curand && !audit.curand_seeds)
+  if (curand) {
+    if (audit.curand_seeds)
+      throw_misuse(op, "{}, the kernel with which cuRAND's host API seeds a generator's states (the generator was "
+                       "seeded or its offset set inside the capture, curandSetPseudoRandomGeneratorSeed or "
+                       "curandSetGeneratorOffset, or its first draw was captured): every replay would seed the states "
+                       "again with the capture's seed and draw the numbers drawn at capture. Seed and set offsets "
+                       "outside the graph (between replays), and warm the generator with an eager draw before the "
+                       "capture; or draw with cugraphs::Generator (docs/rng.md), whose replays draw afresh and whose "
+                       "manual_seed between replays applies to the next; EscapeCheck::Off keeps the fixed numbers",
+                   *curand);
     throw_misuse(op, "{}, a kernel of cuRAND's host API (curandGenerate* called inside the capture) whose "
                      "generator does not advance on the device (a quasi-random Sobol generator, which passes "
                      "its position as the kernel's argument; MT19937, which generates at the call and captures "
@@ -127,6 +127,7 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
                      "device (XORWOW, the default; Philox; MRG32K3A; MTGP32); EscapeCheck::Off keeps the fixed "
                      "numbers",
                  *curand);
+  }
   if (stack_data)
     throw_misuse(op, "{}, an address on this thread's stack in the frame of a function that returned while the "
                      "capture was open: every replay would call the callback with that address, where other "
