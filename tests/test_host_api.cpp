@@ -260,31 +260,32 @@ TEST_CASE("RNG: a warm-up gives its draws back only to generators nothing else m
 TEST_CASE("cuRAND's host-API kernels whose replays repeat are told from its others and from a program's own "
           "kernels by their mangled names",
           "[curand]") {
-  using cugraphs::detail::is_curand_host_kernel_name;
+  using cugraphs::detail::curand_host_kernel_kind;
+  using enum cugraphs::detail::CurandHostKernel;
   // Names as libcurand (CUDA 13.0) has them: Sobol's generation, MT19937's conversion.
-  CHECK(is_curand_host_kernel_name("_Z9gen_quasiI24__curandStateSharedSobolIjEfiXadL_Z22_curand_uniform_noargsjiEE10rng_"
-                                   "configIS1_L14curandOrdering101EEEvPT0_mjjyPKNT_10value_typeET1_"));
-  CHECK(is_curand_host_kernel_name("_Z23mt19937_scratch_convertIfEvPjPT_i"));
+  CHECK(curand_host_kernel_kind("_Z9gen_quasiI24__curandStateSharedSobolIjEfiXadL_Z22_curand_uniform_noargsjiEE10rng_"
+                                "configIS1_L14curandOrdering101EEEvPT0_mjjyPKNT_10value_typeET1_") == repeats);
+  CHECK(curand_host_kernel_kind("_Z23mt19937_scratch_convertIfEvPjPT_i") == repeats);
   // The kernels that seed a pseudo-random generator's states (XORWOW, Philox, MRG32K3A).
-  CHECK(is_curand_host_kernel_name("_Z20generate_seed_pseudoyyy14curandOrderingP17curandStateXORWOWPj"));
-  CHECK(is_curand_host_kernel_name("_Z20generate_seed_pseudoyyP24curandStatePhilox4_32_10"));
-  CHECK(is_curand_host_kernel_name("_Z20generate_seed_pseudoI10rng_configI19curandStateMRG32k3aL14curandOrdering101EEEvyyyS2_"
-                                   "PS1_Pj"));
-  CHECK_FALSE(is_curand_host_kernel_name("_Z20generate_seed_pseudoPfm"));
+  CHECK(curand_host_kernel_kind("_Z20generate_seed_pseudoyyy14curandOrderingP17curandStateXORWOWPj") == seeds);
+  CHECK(curand_host_kernel_kind("_Z20generate_seed_pseudoyyP24curandStatePhilox4_32_10") == seeds);
+  CHECK(curand_host_kernel_kind("_Z20generate_seed_pseudoI10rng_configI19curandStateMRG32k3aL14curandOrdering101EEEvyyyS2_"
+                                "PS1_Pj") == seeds);
+  CHECK(curand_host_kernel_kind("_Z20generate_seed_pseudoPfm") == none);
   // Generators that advance on the device (their replays draw afresh), a program's own kernel
   // on cuRAND's device API, a namespaced kernel, a kernel of that name that takes no
   // curandState, names that are not mangled or are cut short.
-  CHECK_FALSE(is_curand_host_kernel_name("_Z20gen_sequenced_PhiloxI24curandStatePhilox4_32_106float4iXadL_Z28curand_"
-                                         "uniform_noargs_philoxIS0_ES1_PT_iEELb0ELi128EEvS4_PT0_mmT1_"));
-  CHECK_FALSE(is_curand_host_kernel_name("_Z13gen_sequencedI17curandStateXORWOWfiXadL_Z21curand_uniform_noargsIS0_EfPT_"
-                                         "iEE10rng_configIS0_L14curandOrdering101EEEvS3_PT0_mmT1_"));
-  CHECK_FALSE(is_curand_host_kernel_name("_Z12setup_statesP24curandStatePhilox4_32_10my"));
-  CHECK_FALSE(is_curand_host_kernel_name("_ZN12_GLOBAL__N_19gen_quasiEP24__curandStateSharedSobolIjE"));
-  CHECK_FALSE(is_curand_host_kernel_name("_Z9gen_quasiPfm"));
-  CHECK_FALSE(is_curand_host_kernel_name("gen_quasi"));
-  CHECK_FALSE(is_curand_host_kernel_name("_Z99gen_quasi"));
-  CHECK_FALSE(is_curand_host_kernel_name("_Z"));
-  CHECK_FALSE(is_curand_host_kernel_name(""));
+  CHECK(curand_host_kernel_kind("_Z20gen_sequenced_PhiloxI24curandStatePhilox4_32_106float4iXadL_Z28curand_"
+                                "uniform_noargs_philoxIS0_ES1_PT_iEELb0ELi128EEvS4_PT0_mmT1_") == none);
+  CHECK(curand_host_kernel_kind("_Z13gen_sequencedI17curandStateXORWOWfiXadL_Z21curand_uniform_noargsIS0_EfPT_"
+                                "iEE10rng_configIS0_L14curandOrdering101EEEvS3_PT0_mmT1_") == none);
+  CHECK(curand_host_kernel_kind("_Z12setup_statesP24curandStatePhilox4_32_10my") == none);
+  CHECK(curand_host_kernel_kind("_ZN12_GLOBAL__N_19gen_quasiEP24__curandStateSharedSobolIjE") == none);
+  CHECK(curand_host_kernel_kind("_Z9gen_quasiPfm") == none);
+  CHECK(curand_host_kernel_kind("gen_quasi") == none);
+  CHECK(curand_host_kernel_kind("_Z99gen_quasi") == none);
+  CHECK(curand_host_kernel_kind("_Z") == none);
+  CHECK(curand_host_kernel_kind("") == none);
 }
 
 namespace {

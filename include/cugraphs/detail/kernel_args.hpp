@@ -92,14 +92,18 @@ struct KernelParamBytes {
 // None where neither can read them; `runtime` false asks the driver only.
 [[nodiscard]] std::optional<KernelParamBytes> kernel_param_bytes(cudaGraphNode_t node, bool runtime = true);
 
-// Whether kernel node `node` runs one of cuRAND's host-API kernels whose replays draw the same
-// numbers (is_curand_host_kernel_name); the kernel's mangled name in `name` where it does.
-// Asked of the driver, which names a library's kernels too; each function is named once a
-// process. False where it cannot be asked (CUDA before 12.5 at build time). Leaves no error.
-[[nodiscard]] bool curand_host_kernel(cudaGraphNode_t node, std::string& name) noexcept;
-// Whether mangled kernel name `name` is a kernel of cuRAND's host API that a replay runs with
-// the generator's position of the capture: a quasi-random (Sobol) generator's, MT19937's.
-[[nodiscard]] bool is_curand_host_kernel_name(std::string_view name) noexcept;
+// What a kernel of cuRAND's host API does to a graph's replays: nothing of note (`none`: not
+// cuRAND's, or a generator that advances on the device), draw the capture's numbers again
+// (`repeats`: a quasi-random (Sobol) generator's position, MT19937's conversion), or seed the
+// generator's states again with the capture's seed (`seeds`).
+enum class CurandHostKernel : unsigned char { none, repeats, seeds };
+// The kind of the kernel that node `node` runs (curand_host_kernel_kind); its mangled name in
+// `name` where it is not `none`. Asked of the driver, which names a library's kernels too; each
+// function is named once a process. `none` where it cannot be asked (CUDA before 12.5 at build
+// time). Leaves no error.
+[[nodiscard]] CurandHostKernel curand_host_kernel(cudaGraphNode_t node, std::string& name) noexcept;
+// The kind of the kernel of mangled name `name`.
+[[nodiscard]] CurandHostKernel curand_host_kernel_kind(std::string_view name) noexcept;
 
 // A kernel node that this runtime cannot name (launched through the driver API, by a library
 // such as cuBLAS), read through the driver: its launch as KernelArgs, whose function is null,

@@ -293,9 +293,10 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
       cudaGraphNodeType t{};
       if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
       if (t == cudaGraphNodeTypeKernel) {
-        if (!found.curand && curand_host_kernel(nodes[i], name)) {
+        if (const auto kind = found.curand ? CurandHostKernel::none : curand_host_kernel(nodes[i], name);
+            kind != CurandHostKernel::none) {
           found.curand = format("kernel node {}{} runs {}", i, where, graph_queries_detail::demangled(name.c_str()));
-          found.curand_seeds = name.find("generate_seed_pseudo") != std::string::npos;
+          found.curand_seeds = kind == CurandHostKernel::seeds;
         }
       } else if (cudaHostNodeParams h{}; t == cudaGraphNodeTypeHost) {
         if (!found.stack_data && cudaGraphHostNodeGetParams(nodes[i], &h) == cudaSuccess && on_gone_frame(h.userData))

@@ -164,7 +164,7 @@ CUGRAPHS_INLINE std::optional<std::vector<std::vector<std::byte>>> driver_kernel
 #endif
 }
 
-CUGRAPHS_INLINE bool is_curand_host_kernel_name(std::string_view name) noexcept {
+CUGRAPHS_INLINE CurandHostKernel curand_host_kernel_kind(std::string_view name) noexcept {
   // _Z<length><base>...: the kernels of cuRAND's generators whose replays repeat
   // (tools/diagnostics/curand_host_capture.cu, H100, CUDA 13.0): the quasi-random (Sobol)
   // generators take their position as an argument; MT19937 generates on the host's call and
@@ -174,18 +174,21 @@ CUGRAPHS_INLINE bool is_curand_host_kernel_name(std::string_view name) noexcept 
   // holds the kernel that seeds those states (generate_seed_pseudo: the generator was seeded,
   // or its offset set, inside the capture, or its first draw was captured), which every replay
   // would run again with the capture's seed.
-  if (!name.starts_with("_Z")) return false;
+  using enum CurandHostKernel;
+  if (!name.starts_with("_Z")) return none;
   std::size_t at = 2, length = 0;
   for (; at < name.size() && name[at] >= '0' && name[at] <= '9' && length < name.size(); ++at)
     length = length * 10 + static_cast<std::size_t>(name[at] - '0');
-  if (at == 2 || length > name.size() - at) return false;
+  if (at == 2 || length > name.size() - at) return none;
   const std::string_view base = name.substr(at, length);
-  if (base == "mt19937_scratch_convert") return true;
-  return (base == "gen_quasi" || base == "gen_quasi_scrambled" || base == "generate_seed_pseudo") &&
-         name.find("curandState", at + length) != std::string_view::npos;
+  if (base == "mt19937_scratch_convert") return repeats;
+  const bool takes_state = name.find("curandState", at + length) != std::string_view::npos;
+  if (!takes_state) return none;
+  if (base == "gen_quasi" || base == "gen_quasi_scrambled") return repeats;
+  return base == "generate_seed_pseudo" ? seeds : none;
 }
 
-CUGRAPHS_INLINE bool curand_host_kernel(cudaGraphNode_t node, std::string& name) noexcept {
+CUGRAPHS_INLINE CurandHostKernel curand_host_kernel(cudaGraphNode_t node, std::string& name) noexcept {
 #if CUGRAPHS_CTK_AT_LEAST(12, 5)
   using GetParams = CUresult (*)(CUgraphNode, CUDA_KERNEL_NODE_PARAMS*);
   using FuncName = CUresult (*)(const char**, CUfunction);
@@ -194,9 +197,9 @@ CUGRAPHS_INLINE bool curand_host_kernel(cudaGraphNode_t node, std::string& name)
   static const auto func_name = reinterpret_cast<FuncName>(driver_query_entry("cuFuncGetName"));
   static const auto kernel_name = reinterpret_cast<KernelName>(driver_query_entry("cuKernelGetName"));
   CUDA_KERNEL_NODE_PARAMS p{};
-  if (get == nullptr || get(reinterpret_cast<CUgraphNode>(node), &p) != CUDA_SUCCESS) return false;
+  if (get == nullptr || get(reinterpret_cast<CUgraphNode>(node), &p) != CUDA_SUCCESS) return CurandHostKernel::none;
   const void* key = p.func != nullptr ? static_cast<const void*>(p.func) : static_cast<const void*>(p.kern);
-  if (key == nullptr) return false;
+  if (key == nullptr) return CurandHostKernel::none;
   const auto name_of = [&]() -> const char* {
     const char* n = nullptr;
     const CUresult r = p.func != nullptr ? (func_name ? func_name(&n, p.func) : CUDA_ERROR_NOT_SUPPORTED)
@@ -207,26 +210,26 @@ CUGRAPHS_INLINE bool curand_host_kernel(cudaGraphNode_t node, std::string& name)
   // be cuRAND's is named again (rare), so a handle reused after a module was unloaded cannot
   // give a false finding.
   static std::mutex m;
-  static std::unordered_map<const void*, bool> known;
+  static std::unordered_map<const void*, CurandHostKernel> known;
   CUGRAPHS_TRY {
     std::lock_guard lock(m);
     auto it = known.find(key);
     if (it == known.end()) {
       const char* n = name_of();
-      it = known.emplace(key, n != nullptr && is_curand_host_kernel_name(n)).first;
+      it = known.emplace(key, n != nullptr ? curand_host_kernel_kind(n) : CurandHostKernel::none).first;
     }
-    if (!it->second) return false;
+    if (it->second == CurandHostKernel::none) return CurandHostKernel::none;
     const char* n = name_of();
-    if (n == nullptr || !is_curand_host_kernel_name(n)) return false;
-    name = n;
-    return true;
+    const auto kind = n != nullptr ? curand_host_kernel_kind(n) : CurandHostKernel::none;
+    if (kind != CurandHostKernel::none) name = n;
+    return kind;
   } CUGRAPHS_CATCH_ALL {
-    return false;
+    return CurandHostKernel::none;
   }
 #else
   (void)node;
   (void)name;
-  return false;
+  return CurandHostKernel::none;
 #endif
 }
 
