@@ -337,11 +337,15 @@ TEST_CASE("GraphCache: a call on a stream that is not current watches that strea
   cugraphs::check(cudaDeviceSynchronize(), "cudaDeviceSynchronize");
   // Mended, the same cache captures the bucket, and every call adds once.
   left_on_stream = false;
-  const float before = host(acc.span())[0];
-  for (int i = 0; i < 3; ++i) (void)cache(stream, 1);
+  float want = host(acc.span())[0];
+  const float added = host(x.span())[0];
+  for (int i = 0; i < 3; ++i) {
+    (void)cache(stream, 1);
+    want += added;  // the same float additions as the kernel's, in order
+  }
   stream.synchronize();
   CHECK(cache.cached(1));
-  CHECK(host(acc.span())[0] == before + 3.0f);
+  CHECK(host(acc.span())[0] == want);
 }
 
 // A decode step's per-call value read from the host is frozen at its bucket's capture: the

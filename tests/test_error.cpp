@@ -36,12 +36,29 @@ TEST_CASE("Error: an unsafe call during capture names its nature, the mode and t
   CHECK(contains(w, "CaptureMode::Global"));
   CHECK(contains(w, "Remedy"));
   CHECK(contains(w, "CaptureMode::Relaxed"));
+  // Relaxed is offered only for memory that outlives the graph (a scratch container made and
+  // freed in the step would be gone before the first replay); Thrust's and the callback's ways.
+  CHECK(contains(w, "outlives the graph"));
+  CHECK(contains(w, "thrust::cuda::par_nosync.on(current_stream())"));
+  CHECK(contains(w, "cudaStreamAddCallback cannot be captured: use cudaLaunchHostFunc"));
 
   const std::string inv = cugraphs::detail::cuda_message(cudaErrorStreamCaptureInvalidated,
                                                          "Graph::capture_end", "ThreadLocal");
   CHECK(contains(inv, "invalidated"));
   CHECK(contains(inv, "unsafe call"));
   CHECK(contains(inv, "CaptureMode::ThreadLocal"));
+  CHECK(contains(inv, "for allocations that outlive the graph"));
+  CHECK(contains(inv, "cudaStreamAddCallback is such a call: use cudaLaunchHostFunc"));
+  CHECK(contains(inv, "par_nosync.on(current_stream())"));
+}
+
+TEST_CASE("Error: a wait on an event recorded outside the capture names the ways that order every replay, not "
+          "only the capture",
+          "[error]") {
+  const std::string w = cugraphs::detail::cuda_message(cudaErrorStreamCaptureIsolation, "Graph::capture_end");
+  CHECK(contains(w, "before each replay() (cudaStreamWaitEvent)"));
+  CHECK(contains(w, "cudaEventWaitExternal"));
+  CHECK(contains(w, "would order only the capture, not the replays"));
 }
 
 TEST_CASE("Error: the other capture errors each explain cause and remedy", "[error]") {

@@ -6,6 +6,10 @@
 // without the capture): "replay k = eager draw j" or "none", and whether the replays repeat.
 // Then one eager draw on the captured generator after the replays, placed the same way. The
 // captured kernels' names are printed (cudaFuncGetName), so that the library can know them.
+// Last, for the generators that keep their states on the device, warmed: the step reseeds the
+// generator (curandSetPseudoRandomGeneratorSeed) or sets its offset (curandSetGeneratorOffset)
+// inside the capture before drawing, as an engine wanting a seed a frame would; each status,
+// the capture's end, and whether the generator draws eagerly afterwards.
 //   nvcc -std=c++20 -O2 -arch=sm_90 tools/diagnostics/curand_host_capture.cu -lcurand -lcuda -o curand_host_capture
 #include <cuda.h>
 #include <cuda_runtime.h>
@@ -79,14 +83,17 @@ std::string kernels_of(cudaGraph_t graph) {
   return out;
 }
 
+enum class Change { none, seed, offset };
+
 struct Type {
   const char* name;
   curandRngType_t type;
 };
 
-void run(const Type& t, bool warm, cudaStreamCaptureMode mode, float* d) {
-  std::printf("%-14s %-5s %-12s ", t.name, warm ? "warm" : "cold",
-              mode == cudaStreamCaptureModeGlobal ? "global" : "thread-local");
+void run(const Type& t, bool warm, cudaStreamCaptureMode mode, float* d, Change change = Change::none) {
+  std::printf("%-14s %-5s %-12s %s", t.name, warm ? "warm" : "cold",
+              mode == cudaStreamCaptureModeGlobal ? "global" : "thread-local",
+              change == Change::seed ? "reseeded in capture: " : change == Change::offset ? "offset set in capture: " : "");
   cudaStream_t s{};
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
 
@@ -118,11 +125,19 @@ void run(const Type& t, bool warm, cudaStreamCaptureMode mode, float* d) {
     check(cudaStreamSynchronize(s), "warm sync");
   }
   check(cudaStreamBeginCapture(s, mode), "begin capture");
+  curandStatus_t changed = CURAND_STATUS_SUCCESS;
+  if (change == Change::seed) changed = curandSetPseudoRandomGeneratorSeed(gen, 99);
+  if (change == Change::offset) changed = curandSetGeneratorOffset(gen, 0);
   const curandStatus_t drawn = curandGenerateUniform(gen, d, kCount);
   cudaGraph_t graph{};
   const cudaError_t ended = cudaStreamEndCapture(s, &graph);
+  if (change != Change::none) std::printf("set: status %d; ", static_cast<int>(changed));
   if (drawn != CURAND_STATUS_SUCCESS || ended != cudaSuccess) {
-    std::printf("capture: curand status %d, end %s\n", static_cast<int>(drawn), cudaGetErrorString(ended));
+    std::printf("capture: curand status %d, end %s", static_cast<int>(drawn), cudaGetErrorString(ended));
+    cudaGetLastError();
+    const curandStatus_t after = curandGenerateUniform(gen, d, kCount);
+    const cudaError_t synced = cudaStreamSynchronize(s);
+    std::printf("; eager draw after: status %d, sync %s\n", static_cast<int>(after), cudaGetErrorString(synced));
     cudaGetLastError();
     if (graph) cudaGraphDestroy(graph);
     curandDestroyGenerator(gen);
@@ -176,6 +191,13 @@ int main() {
   }
   run(types[0], false, cudaStreamCaptureModeGlobal, d);
   run(types[5], true, cudaStreamCaptureModeGlobal, d);
+  for (const Type& t : types) {
+    if (t.type == CURAND_RNG_PSEUDO_MT19937 || t.type == CURAND_RNG_QUASI_SOBOL32) continue;
+    for (Change c : {Change::seed, Change::offset}) {
+      run(t, true, cudaStreamCaptureModeGlobal, d, c);
+      run(t, true, cudaStreamCaptureModeThreadLocal, d, c);
+    }
+  }
   check(cudaFree(d), "free");
   return 0;
 }

@@ -124,7 +124,13 @@ CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
           "cudaStreamSynchronize, cudaDeviceSynchronize or cudaEventQuery){}; CaptureMode::Global "
           "forbids these on every thread, CaptureMode::ThreadLocal on the capturing thread. "
           "Remedy: make the call before capture_begin (allocate with DeviceBuffer, which draws "
-          "from the capture's pool), or capture with CaptureMode::Relaxed.",
+          "from the capture's pool). CaptureMode::Relaxed allows cudaMalloc only for memory that "
+          "outlives the graph: memory allocated and freed inside the step (a scratch "
+          "thrust::device_vector, a container made in the step) is gone before the first replay, "
+          "which would write into freed memory. A Thrust algorithm on thrust::cuda::par "
+          "synchronizes, and one that returns a value copies it to the host: use "
+          "thrust::cuda::par_nosync.on(current_stream()) and CUB's algorithms that write results "
+          "to device memory. cudaStreamAddCallback cannot be captured: use cudaLaunchHostFunc.",
           in_mode);
     case cudaErrorStreamCaptureInvalidated:
       if (mode == "Relaxed")  // unsafe calls are allowed: advising Relaxed would be no help
@@ -140,9 +146,13 @@ CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
       return detail::format(
           " Likely cause: an earlier call during the capture failed and invalidated it, most "
           "often an unsafe call (cudaMalloc, a synchronous copy, a synchronize){} or work issued "
-          "to the legacy default stream. Remedy: find the failing call (check every CUDA result "
-          "inside the capture), move unsafe calls before capture_begin or capture with "
-          "CaptureMode::Relaxed, and launch on the capture stream.",
+          "to the legacy default stream (cudaStreamAddCallback is such a call: use "
+          "cudaLaunchHostFunc; so are a Thrust algorithm on thrust::cuda::par and one that "
+          "returns a value to the host: use thrust::cuda::par_nosync.on(current_stream()) and "
+          "CUB's algorithms that write results to device memory). Remedy: "
+          "find the failing call (check every CUDA result inside the capture), move unsafe calls "
+          "before capture_begin (or, for allocations that outlive the graph, capture with "
+          "CaptureMode::Relaxed), and launch on the capture stream.",
           in_mode);
     case cudaErrorStreamCaptureMerge:
       return " Likely cause: two independent captures were joined (a stream of one capture "
@@ -158,8 +168,11 @@ CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
              "make the capture stream wait on it before the capture ends.";
     case cudaErrorStreamCaptureIsolation:
       return " Likely cause: a capturing stream waited on an event recorded outside the "
-             "capture. Remedy: record the event inside the capture, or wait on it before "
-             "capture_begin.";
+             "capture. Remedy: record the event inside the capture. For an event that work "
+             "outside the graph records every step (a producer on another stream), wait on it on "
+             "the replay's stream before each replay() (cudaStreamWaitEvent), or capture the wait "
+             "as a node with cudaStreamWaitEvent(s, e, cudaEventWaitExternal); waiting before "
+             "capture_begin would order only the capture, not the replays.";
     case cudaErrorStreamCaptureImplicit:
       return " Likely cause: work issued to the legacy default stream while a blocking stream "
              "captures (a kernel launched with <<<grid, block>>> and no stream, a synchronous "
