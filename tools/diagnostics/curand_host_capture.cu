@@ -92,7 +92,9 @@ struct Type {
 
 void run(const Type& t, bool warm, cudaStreamCaptureMode mode, float* d, Change change = Change::none) {
   std::printf("%-14s %-5s %-12s %s", t.name, warm ? "warm" : "cold",
-              mode == cudaStreamCaptureModeGlobal ? "global" : "thread-local",
+              mode == cudaStreamCaptureModeGlobal        ? "global"
+              : mode == cudaStreamCaptureModeThreadLocal ? "thread-local"
+                                                         : "relaxed",
               change == Change::seed ? "reseeded in capture: " : change == Change::offset ? "offset set in capture: " : "");
   cudaStream_t s{};
   check(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking), "stream");
@@ -191,11 +193,13 @@ int main() {
   }
   run(types[0], false, cudaStreamCaptureModeGlobal, d);
   run(types[5], true, cudaStreamCaptureModeGlobal, d);
+  run(types[0], false, cudaStreamCaptureModeRelaxed, d);
   for (const Type& t : types) {
     if (t.type == CURAND_RNG_PSEUDO_MT19937 || t.type == CURAND_RNG_QUASI_SOBOL32) continue;
     for (Change c : {Change::seed, Change::offset}) {
       run(t, true, cudaStreamCaptureModeGlobal, d, c);
       run(t, true, cudaStreamCaptureModeThreadLocal, d, c);
+      run(t, true, cudaStreamCaptureModeRelaxed, d, c);
     }
   }
   check(cudaFree(d), "free");
