@@ -39,7 +39,8 @@ TEST_CASE("Error: an unsafe call during capture names its nature, the mode and t
   // Relaxed is offered only for memory that outlives the graph (a scratch container made and
   // freed in the step would be gone before the first replay); Thrust's and the callback's ways.
   CHECK(contains(w, "outlives the graph"));
-  CHECK(contains(w, "thrust::cuda::par_nosync.on(current_stream())"));
+  CHECK(contains(w, "thrust::cuda::par_nosync.on(cugraphs::current_stream())"));
+  CHECK(contains(w, "fails on any policy"));
   CHECK(contains(w, "cudaStreamAddCallback cannot be captured: use cudaLaunchHostFunc"));
 
   const std::string inv = cugraphs::detail::cuda_message(cudaErrorStreamCaptureInvalidated,
@@ -48,8 +49,14 @@ TEST_CASE("Error: an unsafe call during capture names its nature, the mode and t
   CHECK(contains(inv, "unsafe call"));
   CHECK(contains(inv, "CaptureMode::ThreadLocal"));
   CHECK(contains(inv, "for allocations that outlive the graph"));
-  CHECK(contains(inv, "cudaStreamAddCallback is such a call: use cudaLaunchHostFunc"));
-  CHECK(contains(inv, "par_nosync.on(current_stream())"));
+  CHECK(contains(inv, "cudaStreamAddCallback: use cudaLaunchHostFunc"));
+  CHECK(contains(inv, "par_nosync.on(cugraphs::current_stream())"));
+  CHECK(contains(inv, "cudaEventWaitExternal"));
+  // Relaxed allows unsafe calls, not these: its hint names them too.
+  const std::string relaxed = cugraphs::detail::cuda_message(cudaErrorStreamCaptureInvalidated,
+                                                             "Graph::capture_end", "Relaxed");
+  CHECK(contains(relaxed, "cudaStreamAddCallback: use cudaLaunchHostFunc"));
+  CHECK(contains(relaxed, "cudaEventWaitExternal"));
 }
 
 TEST_CASE("Error: a wait on an event recorded outside the capture names the ways that order every replay, not "

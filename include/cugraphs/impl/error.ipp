@@ -128,9 +128,10 @@ CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
           "outlives the graph: memory allocated and freed inside the step (a scratch "
           "thrust::device_vector, a container made in the step) is gone before the first replay, "
           "which would write into freed memory. A Thrust algorithm on thrust::cuda::par "
-          "synchronizes, and one that returns a value copies it to the host: use "
-          "thrust::cuda::par_nosync.on(current_stream()) and CUB's algorithms that write results "
-          "to device memory. cudaStreamAddCallback cannot be captured: use cudaLaunchHostFunc.",
+          "synchronizes: use thrust::cuda::par_nosync.on(cugraphs::current_stream()); one that "
+          "returns a value to the host (reduce, count_if) fails on any policy: use CUB's "
+          "algorithms that write results to device memory. cudaStreamAddCallback cannot be "
+          "captured: use cudaLaunchHostFunc.",
           in_mode);
     case cudaErrorStreamCaptureInvalidated:
       if (mode == "Relaxed")  // unsafe calls are allowed: advising Relaxed would be no help
@@ -139,20 +140,26 @@ CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
             "Relaxed allows unsafe calls such as cudaMalloc, so most often a synchronize or query of "
             "a capturing stream or event (cudaStreamSynchronize, cudaStreamQuery, "
             "cudaDeviceSynchronize, cudaEventSynchronize) or work issued to the legacy default "
-            "stream while a blocking stream captures. Remedy: find the failing call (check every "
-            "CUDA result inside the capture), wait for or query the stream only after capture_end, "
-            "and launch on the capture stream.",
+            "stream while a blocking stream captures; also a call that cannot be captured in any "
+            "mode (cudaStreamAddCallback: use cudaLaunchHostFunc) or a wait on an event recorded "
+            "outside the capture (cudaErrorStreamCaptureIsolation: wait on the replay's stream "
+            "before each replay(), or capture the wait with cudaEventWaitExternal). Remedy: find "
+            "the failing call (check every CUDA result inside the capture), wait for or query the "
+            "stream only after capture_end, and launch on the capture stream.",
             in_mode);
       return detail::format(
           " Likely cause: an earlier call during the capture failed and invalidated it, most "
           "often an unsafe call (cudaMalloc, a synchronous copy, a synchronize){} or work issued "
-          "to the legacy default stream (cudaStreamAddCallback is such a call: use "
-          "cudaLaunchHostFunc; so are a Thrust algorithm on thrust::cuda::par and one that "
-          "returns a value to the host: use thrust::cuda::par_nosync.on(current_stream()) and "
-          "CUB's algorithms that write results to device memory). Remedy: "
-          "find the failing call (check every CUDA result inside the capture), move unsafe calls "
-          "before capture_begin (or, for allocations that outlive the graph, capture with "
-          "CaptureMode::Relaxed), and launch on the capture stream.",
+          "to the legacy default stream. Also: a call that cannot be captured "
+          "(cudaStreamAddCallback: use cudaLaunchHostFunc); a Thrust algorithm on "
+          "thrust::cuda::par, which synchronizes (use "
+          "thrust::cuda::par_nosync.on(cugraphs::current_stream())), or one that returns a value to "
+          "the host on any policy (use CUB's algorithms that write results to device memory); a "
+          "wait on an event recorded outside the capture (cudaErrorStreamCaptureIsolation: wait on "
+          "the replay's stream before each replay(), or capture the wait with "
+          "cudaEventWaitExternal). Remedy: find the failing call (check every CUDA result inside "
+          "the capture), move unsafe calls before capture_begin (or, for allocations that outlive "
+          "the graph, capture with CaptureMode::Relaxed), and launch on the capture stream.",
           in_mode);
     case cudaErrorStreamCaptureMerge:
       return " Likely cause: two independent captures were joined (a stream of one capture "
@@ -179,8 +186,9 @@ CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
              "cudaMemcpy/cudaMemset, or a library call on stream 0). " + escape_message();
     case cudaErrorCapturedEvent:
       return " Likely cause: an event recorded in a capturing stream was queried or "
-             "synchronized, inside the capture or after it (the capture recorded no event there: "
-             "the record became part of the graph's order, not a fence the host can wait on). "
+             "synchronized inside the capture (after it, CUDA answers such a query or wait with "
+             "cudaErrorInvalidValue): the capture recorded no event there, the record became part "
+             "of the graph's order, not a fence the host can wait on. "
              "Remedy: record the event after replay() on the replay's stream, or capture the "
              "record as a node with cudaEventRecordWithFlags(e, s, cudaEventRecordExternal).";
     case cudaErrorStreamCaptureWrongThread:

@@ -1,4 +1,4 @@
 export PATH=/usr/local/cuda/bin:$PATH
 cd out/pk3
-nvcc -O2 -arch=sm_90 -o freed freed.cu || exit 3
-for v in 0 1 2 3; do ./freed $v; echo "rc=$?"; done
+G=$(command -v gdb || command -v cuda-gdb); echo "debugger: $G"
+timeout 120 $G -batch -ex run -ex bt -ex "info threads" --args ./repro_device_vector 2>&1 | grep -v "^\[New Thread\|^\[Thread" | tail -40
