@@ -139,7 +139,8 @@ TEST_CASE("cuRAND: a generator seeded inside a capture never gives a graph that 
   cugraphs::StreamGuard on(stream);
   DeviceBuffer<float> out(kCount);
   for (const auto mode : {cugraphs::CaptureMode::Global, cugraphs::CaptureMode::Relaxed}) {
-    INFO("CaptureMode " << (mode == cugraphs::CaptureMode::Global ? "Global" : "Relaxed"));
+    const char* mode_name = mode == cugraphs::CaptureMode::Global ? "Global" : "Relaxed";
+    INFO("CaptureMode " << mode_name);
     for_device_state_types(out, [&](curandRngType_t, Generator& gen) {
       curandStatus_t seeded = CURAND_STATUS_SUCCESS, drawn = CURAND_STATUS_SUCCESS;
       const auto frame = [&](cudaStream_t s) {
@@ -153,8 +154,7 @@ TEST_CASE("cuRAND: a generator seeded inside a capture never gives a graph that 
       Graph g;
       const auto e = expect_error([&] { cugraphs::capture(g, frame, o); });
       std::printf("cuRAND seeded inside a %s capture: seed status %d, draw status %d; the capture's end says: %.200s\n",
-                  mode == cugraphs::CaptureMode::Global ? "Global" : "Relaxed", static_cast<int>(seeded),
-                  static_cast<int>(drawn), e.what());
+                  mode_name, static_cast<int>(seeded), static_cast<int>(drawn), e.what());
       CHECK_FALSE(g.is_instantiated());
       if (drawn != CURAND_STATUS_SUCCESS) CHECK(e.code() == cudaErrorStreamCaptureInvalidated);
       if (seeded == CURAND_STATUS_SUCCESS && drawn == CURAND_STATUS_SUCCESS) {

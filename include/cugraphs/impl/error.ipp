@@ -116,6 +116,17 @@ CUGRAPHS_INLINE std::string pageable_copy_message(std::string_view found) {
 CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
   const std::string in_mode =
       mode.empty() ? std::string{} : detail::format(" (the capture ran in CaptureMode::{})", mode);
+  // Failures of a capture that no mode allows, named by more than one hint below.
+  constexpr std::string_view thrust =
+      "a Thrust algorithm on thrust::cuda::par synchronizes (use "
+      "thrust::cuda::par_nosync.on(cugraphs::current_stream())), and one that returns a value to "
+      "the host (reduce, count_if) fails on any policy (use CUB's algorithms that write results "
+      "to device memory)";
+  constexpr std::string_view uncapturable =
+      "a call that cannot be captured in any mode (cudaStreamAddCallback: use cudaLaunchHostFunc)";
+  constexpr std::string_view outside_event =
+      "a wait on an event recorded outside the capture (cudaErrorStreamCaptureIsolation: wait on "
+      "the replay's stream before each replay(), or capture the wait with cudaEventWaitExternal)";
   switch (e) {
     case cudaErrorStreamCaptureUnsupported:
       return detail::format(
@@ -127,12 +138,9 @@ CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
           "from the capture's pool). CaptureMode::Relaxed allows cudaMalloc only for memory that "
           "outlives the graph: memory allocated and freed inside the step (a scratch "
           "thrust::device_vector, a container made in the step) is gone before the first replay, "
-          "which would write into freed memory. A Thrust algorithm on thrust::cuda::par "
-          "synchronizes: use thrust::cuda::par_nosync.on(cugraphs::current_stream()); one that "
-          "returns a value to the host (reduce, count_if) fails on any policy: use CUB's "
-          "algorithms that write results to device memory. cudaStreamAddCallback cannot be "
+          "which would write into freed memory. Also, {}. cudaStreamAddCallback cannot be "
           "captured: use cudaLaunchHostFunc.",
-          in_mode);
+          in_mode, thrust);
     case cudaErrorStreamCaptureInvalidated:
       if (mode == "Relaxed")  // unsafe calls are allowed: advising Relaxed would be no help
         return detail::format(
@@ -140,27 +148,18 @@ CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
             "Relaxed allows unsafe calls such as cudaMalloc, so most often a synchronize or query of "
             "a capturing stream or event (cudaStreamSynchronize, cudaStreamQuery, "
             "cudaDeviceSynchronize, cudaEventSynchronize) or work issued to the legacy default "
-            "stream while a blocking stream captures; also a call that cannot be captured in any "
-            "mode (cudaStreamAddCallback: use cudaLaunchHostFunc) or a wait on an event recorded "
-            "outside the capture (cudaErrorStreamCaptureIsolation: wait on the replay's stream "
-            "before each replay(), or capture the wait with cudaEventWaitExternal). Remedy: find "
-            "the failing call (check every CUDA result inside the capture), wait for or query the "
-            "stream only after capture_end, and launch on the capture stream.",
-            in_mode);
+            "stream while a blocking stream captures; also {} or {}. Remedy: find the failing call "
+            "(check every CUDA result inside the capture), wait for or query the stream only after "
+            "capture_end, and launch on the capture stream.",
+            in_mode, uncapturable, outside_event);
       return detail::format(
           " Likely cause: an earlier call during the capture failed and invalidated it, most "
           "often an unsafe call (cudaMalloc, a synchronous copy, a synchronize){} or work issued "
-          "to the legacy default stream. Also: a call that cannot be captured "
-          "(cudaStreamAddCallback: use cudaLaunchHostFunc); a Thrust algorithm on "
-          "thrust::cuda::par, which synchronizes (use "
-          "thrust::cuda::par_nosync.on(cugraphs::current_stream())), or one that returns a value to "
-          "the host on any policy (use CUB's algorithms that write results to device memory); a "
-          "wait on an event recorded outside the capture (cudaErrorStreamCaptureIsolation: wait on "
-          "the replay's stream before each replay(), or capture the wait with "
-          "cudaEventWaitExternal). Remedy: find the failing call (check every CUDA result inside "
-          "the capture), move unsafe calls before capture_begin (or, for allocations that outlive "
-          "the graph, capture with CaptureMode::Relaxed), and launch on the capture stream.",
-          in_mode);
+          "to the legacy default stream. Also: {}; {}; {}. Remedy: find the failing call (check "
+          "every CUDA result inside the capture), move unsafe calls before capture_begin (or, for "
+          "allocations that outlive the graph, capture with CaptureMode::Relaxed), and launch on the "
+          "capture stream.",
+          in_mode, uncapturable, thrust, outside_event);
     case cudaErrorStreamCaptureMerge:
       return " Likely cause: two independent captures were joined (a stream of one capture "
              "waited on an event recorded in another). Remedy: keep each capture's streams and "
