@@ -1356,3 +1356,144 @@ TEST_CASE("Escapes: a DeviceBuffer a graph names that is freed after the capture
   const auto me = expect_error([&] { mixed.replay(); });
   CHECK(contains(me.what(), "named by node 0 (memcpy"));
 }
+
+// Before: a Relaxed capture let a scratch made and freed inside the step through; CUDA crashed
+// the process instantiating the copy of it (a segfault in cuGraphInstantiateWithParams,
+// measured on driver 580), and a kernel writing it wrote freed memory at every replay. And a
+// cudaMemcpyDefault copy of another graph's allocation, not yet backed, was refused as a copy
+// of pageable host memory.
+TEST_CASE("Escapes: a copy of device memory freed inside the capture (a scratch made and destroyed in the step) is "
+          "an Error at the end in every mode, not a crash at instantiation; another graph's allocation that has "
+          "not run yet is copied from freely",
+          "[escapes][pool][gpu]") {
+  constexpr std::size_t n = 64;
+  DeviceBuffer<float> d(n);
+  put_all(d, 1.5f);
+  // What fill_kernel writes, computed by it, eagerly.
+  const auto fill = [&](float v) {
+    DeviceBuffer<float> r(n);
+    fill_kernel<<<1, kThreads, 0, cugraphs::current_stream()>>>(r.data(), n, v);
+    return host(r);
+  };
+  SECTION("Relaxed: cudaMalloc, a kernel, a copy out of it (by kind or cudaMemcpyDefault), into it, or a memset "
+          "of it, cudaFree") {
+    enum class Use { copy_from, copy_default, copy_into, memset };
+    for (const Use use : {Use::copy_from, Use::copy_default, Use::copy_into, Use::memset}) {
+      INFO("use " << static_cast<int>(use));
+      CaptureOptions o;
+      o.mode = cugraphs::CaptureMode::Relaxed;
+      Graph g;
+      {
+        CaptureScope scope(g, o);
+        float* scratch = nullptr;
+        cugraphs::check(cudaMalloc(&scratch, n * sizeof(float)), "cudaMalloc in a Relaxed capture");
+        fill_kernel<<<1, kThreads, 0, scope.stream()>>>(scratch, n, 9.0f);
+        const cudaStream_t s = scope.stream();
+        cugraphs::check(use == Use::copy_from ? cudaMemcpyAsync(d.data(), scratch, d.bytes(), cudaMemcpyDeviceToDevice, s)
+                        : use == Use::copy_default ? cudaMemcpyAsync(d.data(), scratch, d.bytes(), cudaMemcpyDefault, s)
+                        : use == Use::copy_into ? cudaMemcpyAsync(scratch, d.data(), d.bytes(), cudaMemcpyDeviceToDevice, s)
+                                                : cudaMemsetAsync(scratch, 0, d.bytes(), s),
+                        "cudaMemcpyAsync or cudaMemsetAsync");
+        cugraphs::check(cudaFree(scratch), "cudaFree in a Relaxed capture");
+        const auto e = expect_error([&] { scope.end(); });
+        CHECK(e.code() == cudaErrorInvalidValue);
+        if (use == Use::memset) {
+          // CUDA refuses the memset at instantiation; the message says why.
+          CHECK(contains(e.what(), "Graph::instantiate"));
+          CHECK(contains(e.what(), "where no allocation is: memory freed since the memset was captured"));
+        } else {
+          CHECK(contains(e.what(), "memcpy node 1"));
+          CHECK(contains(e.what(), use == Use::copy_into ? "256 bytes to device address" : "256 bytes from device address"));
+          CHECK(contains(e.what(), "which no allocation backs"));
+          CHECK(contains(e.what(), "thrust::device_vector"));
+        }
+        CHECK(contains(e.what(), "cugraphs::DeviceBuffer"));
+        if (use == Use::copy_from || use == Use::memset) std::printf("escapes: capture_end after a %s of a freed scratch says: %s\n",
+                                               use == Use::memset ? "memset" : "copy", e.what());
+      }
+      CHECK_FALSE(g.is_capturing());
+      CHECK_FALSE(g.is_instantiated());
+      CHECK(host(d) == std::vector<float>(n, 1.5f));  // nothing ran
+      if (use == Use::memset) g.reset();  // a capture whose instantiation failed stays with its graph
+      // The remedy the messages give: the scratch as a DeviceBuffer made in the step.
+      {
+        CaptureScope scope(g, o);
+        DeviceBuffer<float> scratch(n);
+        fill_kernel<<<1, kThreads, 0, scope.stream()>>>(scratch.data(), n, 9.0f);
+        cugraphs::check(cudaMemcpyAsync(d.data(), scratch.data(), d.bytes(), cudaMemcpyDeviceToDevice, scope.stream()),
+                        "cudaMemcpyAsync");
+      }
+      g.replay();
+      CHECK(host(d) == fill(9.0f));
+      put_all(d, 1.5f);
+    }
+  }
+  SECTION("cudaMemcpyDefault from a stack variable is still a copy of pageable host memory") {
+    Graph g;
+    CaptureScope scope(g);
+    const float lr = 0.5f;
+    cugraphs::check(cudaMemcpyAsync(d.data(), &lr, sizeof lr, cudaMemcpyDefault, scope.stream()), "cudaMemcpyAsync");
+    const auto e = expect_error([&] { scope.end(); });
+    CHECK(contains(e.what(), "4 bytes from host address"));
+    CHECK(contains(e.what(), "reads plain pageable host memory"));
+  }
+  SECTION("another graph's allocation, not run yet, copied by kind and by cudaMemcpyDefault") {
+    Graph producer;
+    float* made = nullptr;
+    {
+      CaptureScope scope(producer);
+      cugraphs::check(cudaMallocAsync(reinterpret_cast<void**>(&made), n * sizeof(float), scope.stream()),
+                      "cudaMallocAsync in a capture");
+      fill_kernel<<<1, kThreads, 0, scope.stream()>>>(made, n, 4.0f);
+    }  // made outlives the producer's launch: freed below
+    // Both consumers are captured before the producer first runs, while nothing backs `made`.
+    Graph by_kind, by_default;
+    for (Graph* g : {&by_kind, &by_default}) {
+      CaptureScope scope(*g);
+      cugraphs::check(cudaMemcpyAsync(d.data(), made, d.bytes(),
+                                      g == &by_kind ? cudaMemcpyDeviceToDevice : cudaMemcpyDefault, scope.stream()),
+                      "cudaMemcpyAsync");
+    }
+    REQUIRE(by_kind.is_instantiated());
+    REQUIRE(by_default.is_instantiated());
+    producer.replay();  // backs `made`, once
+    for (Graph* g : {&by_kind, &by_default}) {
+      INFO("cudaMemcpyDefault: " << (g == &by_default));
+      g->replay();
+      CHECK(host(d) == fill(4.0f));
+      put_all(d, 1.5f);
+    }
+    cugraphs::check(cudaFreeAsync(made, cugraphs::current_stream()), "cudaFreeAsync of a graph allocation");
+    cugraphs::check(cudaDeviceSynchronize(), "sync");
+  }
+  SECTION("an allocation of a graph captured outside cugraphs reads as freed: refused, and EscapeCheck::Off lets "
+          "it through") {
+    cugraphs::Stream raw;
+    cudaGraph_t rg = nullptr;
+    cudaGraphExec_t rx = nullptr;
+    float* made = nullptr;
+    cugraphs::check(cudaStreamBeginCapture(raw.get(), cudaStreamCaptureModeThreadLocal), "begin");
+    cugraphs::check(cudaMallocAsync(reinterpret_cast<void**>(&made), n * sizeof(float), raw.get()), "cudaMallocAsync");
+    fill_kernel<<<1, kThreads, 0, raw.get()>>>(made, n, 6.0f);
+    cugraphs::check(cudaStreamEndCapture(raw.get(), &rg), "end");
+    cugraphs::check(cudaGraphInstantiate(&rx, rg, 0), "instantiate");
+    const auto copy = [&](cudaStream_t s) {
+      cugraphs::check(cudaMemcpyAsync(d.data(), made, d.bytes(), cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+    };
+    Graph refused;
+    const auto e = expect_error([&] { cugraphs::capture(refused, copy); });
+    CHECK(contains(e.what(), "which no allocation backs"));
+    CHECK(contains(e.what(), "EscapeCheck::Off"));
+    Graph consumer;
+    CaptureOptions off;
+    off.escapes = cugraphs::EscapeCheck::Off;
+    cugraphs::capture(consumer, copy, off);
+    cugraphs::check(cudaGraphLaunch(rx, cugraphs::current_stream()), "cudaGraphLaunch");
+    consumer.replay();
+    CHECK(host(d) == fill(6.0f));
+    cugraphs::check(cudaFreeAsync(made, cugraphs::current_stream()), "cudaFreeAsync of a graph allocation");
+    cugraphs::check(cudaDeviceSynchronize(), "sync");
+    cugraphs::check(cudaGraphExecDestroy(rx), "cudaGraphExecDestroy");
+    cugraphs::check(cudaGraphDestroy(rg), "cudaGraphDestroy");
+  }
+}

@@ -84,6 +84,8 @@ namespace detail {
 
 // Why a captured copy of plain pageable host memory was refused: `found` names the copy.
 [[nodiscard]] std::string pageable_copy_message(std::string_view found);
+// Why a captured copy of device memory that nothing backs (freed) was refused: `found` names it.
+[[nodiscard]] std::string unbacked_copy_message(std::string_view found);
 
 // Cause and remedy for a CUDA error. `mode` names the capture mode in force, when known.
 [[nodiscard]] std::string error_hint(cudaError_t e, std::string_view mode = {});

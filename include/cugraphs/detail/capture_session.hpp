@@ -69,6 +69,7 @@ public:
   bool updatable_nodes = false;                   // launch_updatable captured a node here
   PerLaunch per_launch = PerLaunch::Auto;         // how launches get their values (CaptureOptions)
   bool check_copies = true;                       // refuse pageable copies, cuRAND host kernels (EscapeCheck)
+  bool check_backing = true;                      // refuse copies of freed device memory (not EscapeCheck::Off)
   bool allow_empty = false;                       // keep a capture that recorded no work (CaptureOptions)
   bool watch_buffers = true;                      // launches check the buffers named (CaptureOptions)
   // The caller's stack pointer at the capture's begin and at its end (CaptureEntry; 0 where

@@ -99,19 +99,38 @@ struct ConditionalMade {
   std::vector<cudaGraph_t> bodies;
 };
 
+// The allocations of the graphs cugraphs holds (a NativeGraph each), kept process-wide: an
+// address another graph's allocation node hands out is not backed before that graph first
+// runs, and CUDA then knows it exactly as it knows memory that was freed (measured: the
+// runtime's pointer attributes and the driver's range queries are the same for both).
+// `hold_graph_allocations` records those of `g` under `owner` and says whether it had any;
+// `release_graph_allocations` forgets `owner`'s; `held_graph_allocation` says whether `p` lies in
+// one. None can fail (memory short while recording: the graph's allocations go unrecorded, and
+// a copy of one that a later capture makes is then refused as unbacked).
+bool hold_graph_allocations(const void* owner, cudaGraph_t g) noexcept;
+void release_graph_allocations(const void* owner) noexcept;
+[[nodiscard]] bool held_graph_allocation(const void* p) noexcept;
+
 // Whether `p` is plain pageable host memory (CUDA knows it as unregistered) outside every
 // range of `excluded` (a graph's own allocations, not backed yet when a capture has just
-// ended, say the same). A query in relaxed capture mode that leaves no error behind.
+// ended, say the same) and outside the allocations of the graphs cugraphs holds. A query in
+// relaxed capture mode that leaves no error behind.
 [[nodiscard]] bool plain_pageable(const void* p,
                                   std::span<const std::pair<std::uintptr_t, std::size_t>> excluded) noexcept;
 
 // What a finished capture holds that no replay could do right, found in one walk of `g` and
 // of its child graphs and the bodies of `conditionals`, at any depth (the walk stops at the
-// first pageable copy):
+// first pageable or unbacked copy). With `escapes` false (the capture's escape check is off
+// by default, EscapeCheck::Auto outside Global mode) only `unbacked` is looked for.
+//  - `unbacked`: a copy one of whose sides its kind names as device memory, at an address
+//    that nothing backs (not device, host or managed memory, not an allocation of `g`'s own
+//    memory-allocation nodes nor of a graph cugraphs holds): memory freed since the copy was
+//    captured (made and freed inside a Relaxed capture), described. CUDA crashes the
+//    process instantiating such a copy (measured, driver 580).
 //  - `pageable`: a copy that reads or writes plain pageable host memory, described.
-//    Addresses a memory-allocation node of `g` hands out count as device memory (they are not
-//    backed yet when a capture has just ended), and so does a side the copy's kind names as
-//    device memory.
+//    Addresses a memory-allocation node of `g` or of a graph cugraphs holds hands out count
+//    as device memory (they are not backed yet when a capture has just ended), and so does a
+//    side the copy's kind names as device memory.
 //  - `curand`: a kernel of cuRAND's host API whose replays draw the numbers drawn at
 //    capture (curand_host_kernel: a Sobol generator's, MT19937's, or the kernel that seeds a
 //    generator's states, then `curand_seeds`), described.
@@ -121,13 +140,14 @@ struct ConditionalMade {
 // A node that cannot be read is passed over. The queries run in relaxed capture mode and leave
 // no error behind.
 struct CaptureAudit {
+  std::optional<std::string> unbacked;
   std::optional<std::string> pageable;
   std::optional<std::string> curand;
   bool curand_seeds = false;
   std::optional<std::string> stack_data;
 };
 [[nodiscard]] CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
-                                         std::uintptr_t gone_below) noexcept;
+                                         std::uintptr_t gone_below, bool escapes) noexcept;
 
 // What a capturing stream will attach its next node to.
 struct CaptureInfo {

@@ -31,8 +31,14 @@ struct NativeGraph {
   // from another thread: every CUDA call on `graph` made after it is shared (instantiation,
   // DOT writes) holds this mutex.
   std::mutex m;
-  explicit NativeGraph(cudaGraph_t g) noexcept : graph(g) {}
-  ~NativeGraph() { report_in_destructor(cudaGraphDestroy(graph), "cudaGraphDestroy"); }
+  // Whether the graph has memory-allocation nodes, whose addresses a later capture may copy
+  // from before this graph first runs (hold_graph_allocations).
+  bool allocates;
+  explicit NativeGraph(cudaGraph_t g) noexcept : graph(g), allocates(hold_graph_allocations(this, g)) {}
+  ~NativeGraph() {
+    if (allocates) release_graph_allocations(this);
+    report_in_destructor(cudaGraphDestroy(graph), "cudaGraphDestroy");
+  }
   NativeGraph(const NativeGraph&) = delete;
   NativeGraph& operator=(const NativeGraph&) = delete;
 };

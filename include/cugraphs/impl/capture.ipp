@@ -112,6 +112,7 @@ CUGRAPHS_NOINLINE CUGRAPHS_INLINE void Graph::capture_begin(const CaptureOptions
                                             device, opts.instantiate, opts.device_launch, guard, this, graph_key, op));
   capture_->per_launch = opts.per_launch;
   capture_->check_copies = guard;
+  capture_->check_backing = opts.escapes != EscapeCheck::Off;
   capture_->allow_empty = opts.allow_empty;
   capture_->watch_buffers = opts.watch_buffers;
   capture_->begin_stack = detail::CaptureEntry::stack();

@@ -113,6 +113,20 @@ CUGRAPHS_INLINE std::string pageable_copy_message(std::string_view found) {
       found);
 }
 
+CUGRAPHS_INLINE std::string unbacked_copy_message(std::string_view found) {
+  return detail::format(
+      "A copy in the capture ({}): the memory was freed since the copy was captured, or before. A scratch "
+      "container made and destroyed inside the captured step (a thrust::device_vector, a cudaMalloc and "
+      "cudaFree pair: CaptureMode::Relaxed lets them through, other modes refuse the cudaMalloc) is gone "
+      "before the first replay. CUDA crashes the process instantiating such a copy, and a kernel handed that "
+      "memory writes freed memory at every replay with no error; the capture is lost. Remedy: allocate "
+      "scratch before the capture and keep it as long as the graph, or make it inside the step as a "
+      "cugraphs::DeviceBuffer (drawn from the graph's pool, which keeps it for the graph) or with "
+      "cudaMallocAsync on the capture stream (graph memory). An allocation of a graph captured outside "
+      "cugraphs that has not run yet reads the same to CUDA; EscapeCheck::Off lets such copies through.",
+      found);
+}
+
 CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
   const std::string in_mode =
       mode.empty() ? std::string{} : detail::format(" (the capture ran in CaptureMode::{})", mode);

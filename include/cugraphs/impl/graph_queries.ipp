@@ -9,8 +9,11 @@
 #include <cugraphs/detail/kernel_args.hpp>
 
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <memory>
+#include <mutex>
 #include <utility>
 
 #if defined(__linux__) && defined(__GLIBC__)
@@ -229,12 +232,77 @@ inline std::pair<std::uintptr_t, std::uintptr_t> thread_stack() noexcept {
 #endif
 }
 
+// Whether the host cannot use `p`: it lies in no mapping of this process, or in one that
+// grants no access (/proc/self/maps; Linux only, false elsewhere or where it cannot be read).
+// The CUDA driver reserves device address space so and keeps freed device memory there,
+// while pageable host memory is readable (measured: tools/diagnostics/freed_mapping.cu).
+inline bool host_unusable(const void* p) noexcept {
+#if defined(__linux__)
+  std::FILE* maps = std::fopen("/proc/self/maps", "re");
+  if (maps == nullptr) return false;
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  bool unusable = true, line_start = true;
+  char line[1024];
+  while (std::fgets(line, sizeof line, maps) != nullptr) {
+    const bool at_start = std::exchange(line_start, std::strchr(line, '\n') != nullptr);
+    unsigned long long low = 0, high = 0;  // NOLINT(google-runtime-int): %llx
+    char access[5] = {};
+    if (at_start && std::sscanf(line, "%llx-%llx %4s", &low, &high, access) == 3 && low <= address &&
+        address < high) {
+      unusable = std::string_view(access, 3) == "---";
+      break;
+    }
+  }
+  (void)std::fclose(maps);
+  return unusable;
+#else
+  (void)p;
+  return false;
+#endif
+}
+
 inline bool in_ranges(const Ranges& ranges, const void* p) noexcept {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   return std::ranges::any_of(ranges, [&](const auto& r) { return address - r.first < r.second; });
 }
 
+// The allocations of the graphs cugraphs holds, by owner.
+struct HeldAllocations {
+  std::mutex m;
+  std::vector<std::pair<const void*, Ranges>> graphs;
+};
+inline HeldAllocations& held_allocations() {
+  static auto* held = new HeldAllocations;  // never destroyed: graphs may outlive static destruction
+  return *held;
+}
+
 }  // namespace graph_queries_detail
+
+CUGRAPHS_INLINE bool hold_graph_allocations(const void* owner, cudaGraph_t g) noexcept {
+  CUGRAPHS_TRY {
+    graph_queries_detail::Ranges ranges;
+    if (graph_queries_detail::try_graph_allocations(g, ranges) != cudaSuccess) (void)cudaGetLastError();
+    if (ranges.empty()) return false;
+    auto& held = graph_queries_detail::held_allocations();
+    const std::lock_guard lock(held.m);
+    held.graphs.emplace_back(owner, std::move(ranges));
+    return true;
+  } CUGRAPHS_CATCH_ALL {
+    return false;
+  }
+}
+
+CUGRAPHS_INLINE void release_graph_allocations(const void* owner) noexcept {
+  auto& held = graph_queries_detail::held_allocations();
+  const std::lock_guard lock(held.m);
+  std::erase_if(held.graphs, [&](const auto& g) { return g.first == owner; });
+}
+
+CUGRAPHS_INLINE bool held_graph_allocation(const void* p) noexcept {
+  auto& held = graph_queries_detail::held_allocations();
+  const std::lock_guard lock(held.m);
+  return std::ranges::any_of(held.graphs, [&](const auto& g) { return graph_queries_detail::in_ranges(g.second, p); });
+}
 
 CUGRAPHS_INLINE bool graph_allocates(cudaGraph_t graph, const void* p, std::string_view op) {
   return graph_queries_detail::in_ranges(graph_allocation_ranges(graph, op), p);
@@ -258,11 +326,12 @@ CUGRAPHS_INLINE bool plain_pageable(const void* p,
   }
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   return a.type == cudaMemoryTypeUnregistered &&
-         std::ranges::none_of(excluded, [&](const auto& r) { return address - r.first < r.second; });
+         std::ranges::none_of(excluded, [&](const auto& r) { return address - r.first < r.second; }) &&
+         !held_graph_allocation(p);
 }
 
 CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
-                                           std::uintptr_t gone_below) noexcept {
+                                           std::uintptr_t gone_below, bool escapes) noexcept {
   RelaxedCaptureMode relaxed;  // another capture may be open on this thread or, in Global mode, on others
   // This thread's stack below `gone_below` (frames that returned while the capture was open),
   // read at the first host node: empty where unknown, or where the capture's entry points ran
@@ -280,25 +349,27 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
   // The allocations of g's memory-allocation nodes, found once (those that can be read).
   graph_queries_detail::Ranges allocations;
   (void)graph_queries_detail::try_graph_allocations(g, allocations);
-  const auto pageable = [&](const void* p) { return plain_pageable(p, allocations); };
+  // Memory CUDA does not know, outside every graph allocation: pageable host memory where a
+  // copy's side is host memory, nothing at all (memory freed) where it is device memory.
+  const auto unknown = [&](const void* p) { return plain_pageable(p, allocations); };
   CaptureAudit found;
   std::string name;
   // A node that cannot be read (a kind of copy this runtime does not describe) is passed over.
   const auto walk = [&](const auto& self, cudaGraph_t graph, std::string_view where) -> void {
     std::vector<cudaGraphNode_t> nodes;
     if (graph_queries_detail::try_graph_nodes(graph, false, nodes) != cudaSuccess) return;
-    // A pageable copy is reported before a cuRAND kernel (its Error comes first): the walk
-    // goes on past a kernel found, and stops at the first copy.
-    for (std::size_t i = 0; i < nodes.size() && !found.pageable; ++i) {
+    // A pageable or unbacked copy is reported before a cuRAND kernel (its Error comes first):
+    // the walk goes on past a kernel found, and stops at the first copy.
+    for (std::size_t i = 0; i < nodes.size() && !found.pageable && !found.unbacked; ++i) {
       cudaGraphNodeType t{};
       if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
-      if (t == cudaGraphNodeTypeKernel) {
+      if (t == cudaGraphNodeTypeKernel && escapes) {
         if (const auto kind = found.curand ? CurandHostKernel::none : curand_host_kernel(nodes[i], name);
             kind != CurandHostKernel::none) {
           found.curand = format("kernel node {}{} runs {}", i, where, graph_queries_detail::demangled(name.c_str()));
           found.curand_seeds = kind == CurandHostKernel::seeds;
         }
-      } else if (cudaHostNodeParams h{}; t == cudaGraphNodeTypeHost) {
+      } else if (cudaHostNodeParams h{}; t == cudaGraphNodeTypeHost && escapes) {
         if (!found.stack_data && cudaGraphHostNodeGetParams(nodes[i], &h) == cudaSuccess && on_gone_frame(h.userData))
           found.stack_data = format("host function node {}{} (a cudaLaunchHostFunc) is handed {}", i, where, h.userData);
       } else if (t == cudaGraphNodeTypeMemcpy) {
@@ -307,14 +378,27 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
         const std::size_t bytes = p.extent.width * std::max<std::size_t>(p.extent.height, 1) *
                                   std::max<std::size_t>(p.extent.depth, 1);
         if (bytes == 0) continue;
-        // A side the copy's kind says is device memory is taken at its word (an address that
-        // another graph's allocation node hands out is not backed before that graph runs).
-        const bool src_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyDeviceToHost;
-        const bool dst_host = p.kind != cudaMemcpyDeviceToDevice && p.kind != cudaMemcpyHostToDevice;
-        if (src_host && p.srcArray == nullptr && pageable(p.srcPtr.ptr))
+        // A side the copy's kind says is device memory is taken at its word unless nothing
+        // backs it; a side it does not name (cudaMemcpyDefault) that CUDA does not know is
+        // pageable host memory where the host can use it, and device memory that nothing
+        // backs where it cannot.
+        const bool by_default = p.kind == cudaMemcpyDefault;
+        const bool src_device = p.kind == cudaMemcpyDeviceToDevice || p.kind == cudaMemcpyDeviceToHost ||
+                                (by_default && unknown(p.srcPtr.ptr) && graph_queries_detail::host_unusable(p.srcPtr.ptr));
+        const bool dst_device = p.kind == cudaMemcpyDeviceToDevice || p.kind == cudaMemcpyHostToDevice ||
+                                (by_default && unknown(p.dstPtr.ptr) && graph_queries_detail::host_unusable(p.dstPtr.ptr));
+        if (src_device && p.srcArray == nullptr && unknown(p.srcPtr.ptr))
+          found.unbacked = format("memcpy node {}{}: {} bytes from device address {}, which no allocation backs",
+                                  i, where, bytes, p.srcPtr.ptr);
+        else if (dst_device && p.dstArray == nullptr && unknown(p.dstPtr.ptr))
+          found.unbacked = format("memcpy node {}{}: {} bytes to device address {}, which no allocation backs",
+                                  i, where, bytes, p.dstPtr.ptr);
+        else if (!escapes)
+          continue;
+        else if (!src_device && p.srcArray == nullptr && unknown(p.srcPtr.ptr))
           found.pageable = format("memcpy node {}{}: {} bytes from host address {} reads plain pageable host memory",
                                   i, where, bytes, p.srcPtr.ptr);
-        else if (dst_host && p.dstArray == nullptr && pageable(p.dstPtr.ptr))
+        else if (!dst_device && p.dstArray == nullptr && unknown(p.dstPtr.ptr))
           found.pageable = format("memcpy node {}{}: {} bytes to host address {} writes plain pageable host memory",
                                   i, where, bytes, p.dstPtr.ptr);
       } else if (cudaGraph_t child = nullptr;
