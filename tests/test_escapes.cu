@@ -1428,6 +1428,21 @@ TEST_CASE("Escapes: a copy of device memory freed inside the capture (a scratch 
       put_all(d, 1.5f);
     }
   }
+  SECTION("memory freed before a capture in ThreadLocal mode (the escape check off), copied from") {
+    float* gone = nullptr;
+    cugraphs::check(cudaMalloc(&gone, n * sizeof(float)), "cudaMalloc");
+    cugraphs::check(cudaFree(gone), "cudaFree");
+    CaptureOptions o;
+    o.mode = cugraphs::CaptureMode::ThreadLocal;
+    Graph g;
+    const auto e = expect_error([&] {
+      cugraphs::capture(g, [&](cudaStream_t s) {
+        cugraphs::check(cudaMemcpyAsync(d.data(), gone, d.bytes(), cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
+      }, o);
+    });
+    CHECK(contains(e.what(), "memcpy node 0: 256 bytes from device address"));
+    CHECK(contains(e.what(), "which no allocation backs"));
+  }
   SECTION("cudaMemcpyDefault from a stack variable is still a copy of pageable host memory") {
     Graph g;
     CaptureScope scope(g);

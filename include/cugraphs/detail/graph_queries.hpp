@@ -118,6 +118,12 @@ void release_graph_allocations(const void* owner) noexcept;
 [[nodiscard]] bool plain_pageable(const void* p,
                                   std::span<const std::pair<std::uintptr_t, std::size_t>> excluded) noexcept;
 
+// A memset node of `g` (or of its child graphs) whose destination no memory backs (freed:
+// CUDA refuses its instantiation with cudaErrorInvalidValue, measured), described: `failed`
+// itself where CUDA named the failing node, else the first such node found. The queries
+// leave no error behind.
+[[nodiscard]] std::optional<std::string> unbacked_memset(cudaGraph_t g, cudaGraphNode_t failed) noexcept;
+
 // What a finished capture holds that no replay could do right, found in one walk of `g` and
 // of its child graphs and the bodies of `conditionals`, at any depth (the walk stops at the
 // first pageable or unbacked copy). With `escapes` false (the capture's escape check is off

@@ -232,33 +232,39 @@ inline std::pair<std::uintptr_t, std::uintptr_t> thread_stack() noexcept {
 #endif
 }
 
-// Whether the host cannot use `p`: it lies in no mapping of this process, or in one that
-// grants no access (/proc/self/maps; Linux only, false elsewhere or where it cannot be read).
-// The CUDA driver reserves device address space so and keeps freed device memory there,
-// while pageable host memory is readable (measured: tools/diagnostics/freed_mapping.cu).
-inline bool host_unusable(const void* p) noexcept {
+// This process's mappings that the host can use (read, write or run), from /proc/self/maps,
+// sorted: empty where there is none to read (not Linux). The CUDA driver reserves device
+// address space with no access and keeps freed device memory there, while pageable host
+// memory is readable (measured: tools/diagnostics/freed_mapping.cu).
+struct HostMappings {
+  bool known = false;  // the map was read
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> usable;
+};
+inline HostMappings read_host_mappings() {
+  HostMappings out;
 #if defined(__linux__)
   std::FILE* maps = std::fopen("/proc/self/maps", "re");
-  if (maps == nullptr) return false;
-  const auto address = reinterpret_cast<std::uintptr_t>(p);
-  bool unusable = true, line_start = true;
+  if (maps == nullptr) return out;
+  bool line_start = true;
   char line[1024];
   while (std::fgets(line, sizeof line, maps) != nullptr) {
     const bool at_start = std::exchange(line_start, std::strchr(line, '\n') != nullptr);
     unsigned long long low = 0, high = 0;  // NOLINT(google-runtime-int): %llx
     char access[5] = {};
-    if (at_start && std::sscanf(line, "%llx-%llx %4s", &low, &high, access) == 3 && low <= address &&
-        address < high) {
-      unusable = std::string_view(access, 3) == "---";
-      break;
-    }
+    if (at_start && std::sscanf(line, "%llx-%llx %4s", &low, &high, access) == 3 &&
+        std::string_view(access, 3) != "---")
+      out.usable.emplace_back(static_cast<std::uintptr_t>(low), static_cast<std::uintptr_t>(high));
   }
   (void)std::fclose(maps);
-  return unusable;
-#else
-  (void)p;
-  return false;
+  out.known = true;
 #endif
+  return out;
+}
+
+// Whether the host cannot use `p`: the map was read and no usable mapping holds it.
+inline bool host_unusable(const HostMappings& maps, const void* p) noexcept {
+  const auto address = reinterpret_cast<std::uintptr_t>(p);
+  return maps.known && std::ranges::none_of(maps.usable, [&](const auto& m) { return m.first <= address && address < m.second; });
 }
 
 inline bool in_ranges(const Ranges& ranges, const void* p) noexcept {
@@ -293,15 +299,23 @@ CUGRAPHS_INLINE bool hold_graph_allocations(const void* owner, cudaGraph_t g) no
 }
 
 CUGRAPHS_INLINE void release_graph_allocations(const void* owner) noexcept {
-  auto& held = graph_queries_detail::held_allocations();
-  const std::lock_guard lock(held.m);
-  std::erase_if(held.graphs, [&](const auto& g) { return g.first == owner; });
+  CUGRAPHS_TRY {
+    auto& held = graph_queries_detail::held_allocations();
+    const std::lock_guard lock(held.m);
+    std::erase_if(held.graphs, [&](const auto& g) { return g.first == owner; });
+  } CUGRAPHS_CATCH_ALL {
+  }
 }
 
 CUGRAPHS_INLINE bool held_graph_allocation(const void* p) noexcept {
-  auto& held = graph_queries_detail::held_allocations();
-  const std::lock_guard lock(held.m);
-  return std::ranges::any_of(held.graphs, [&](const auto& g) { return graph_queries_detail::in_ranges(g.second, p); });
+  CUGRAPHS_TRY {
+    auto& held = graph_queries_detail::held_allocations();
+    const std::lock_guard lock(held.m);
+    return std::ranges::any_of(held.graphs,
+                               [&](const auto& g) { return graph_queries_detail::in_ranges(g.second, p); });
+  } CUGRAPHS_CATCH_ALL {
+    return false;
+  }
 }
 
 CUGRAPHS_INLINE bool graph_allocates(cudaGraph_t graph, const void* p, std::string_view op) {
@@ -330,6 +344,43 @@ CUGRAPHS_INLINE bool plain_pageable(const void* p,
          !held_graph_allocation(p);
 }
 
+CUGRAPHS_INLINE std::optional<std::string> unbacked_memset(cudaGraph_t g, cudaGraphNode_t failed) noexcept {
+  RelaxedCaptureMode relaxed;
+  std::optional<std::string> found;
+  CUGRAPHS_TRY {
+    graph_queries_detail::Ranges allocations;
+    (void)graph_queries_detail::try_graph_allocations(g, allocations);
+    std::optional<graph_queries_detail::HostMappings> maps;
+    const auto freed = [&](cudaGraphNode_t node, cudaMemsetParams& m) {
+      cudaGraphNodeType t{};
+      if (cudaGraphNodeGetType(node, &t) != cudaSuccess || t != cudaGraphNodeTypeMemset ||
+          cudaGraphMemsetNodeGetParams(node, &m) != cudaSuccess || !plain_pageable(m.dst, allocations))
+        return false;
+      if (!maps) maps = graph_queries_detail::read_host_mappings();
+      return graph_queries_detail::host_unusable(*maps, m.dst);
+    };
+    const auto walk = [&](const auto& self, cudaGraph_t graph, std::string_view where) -> void {
+      std::vector<cudaGraphNode_t> nodes;
+      if (graph_queries_detail::try_graph_nodes(graph, false, nodes) != cudaSuccess) return;
+      for (std::size_t i = 0; i < nodes.size() && !found; ++i) {
+        cudaMemsetParams m{};
+        cudaGraph_t child = nullptr;
+        if (freed(nodes[i], m))
+          found = format("memset node {}{} sets device address {}", i, where, m.dst);
+        else if (cudaGraphChildGraphNodeGetGraph(nodes[i], &child) == cudaSuccess)
+          self(self, child, " of a child graph");
+      }
+    };
+    if (cudaMemsetParams m{}; failed != nullptr && freed(failed, m))
+      found = format("that memset sets device address {}", m.dst);
+    else if (failed == nullptr)
+      walk(walk, g, "");
+  } CUGRAPHS_CATCH_ALL {
+  }
+  (void)cudaGetLastError();  // the queries' own failures are not the caller's
+  return found;
+}
+
 CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
                                            std::uintptr_t gone_below, bool escapes) noexcept {
   RelaxedCaptureMode relaxed;  // another capture may be open on this thread or, in Global mode, on others
@@ -349,9 +400,15 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
   // The allocations of g's memory-allocation nodes, found once (those that can be read).
   graph_queries_detail::Ranges allocations;
   (void)graph_queries_detail::try_graph_allocations(g, allocations);
-  // Memory CUDA does not know, outside every graph allocation: pageable host memory where a
-  // copy's side is host memory, nothing at all (memory freed) where it is device memory.
+  // Memory CUDA does not know, outside every graph allocation: pageable host memory where
+  // the host can use it, nothing at all (memory freed) where it cannot. The process's map is
+  // read once, at the first such address.
   const auto unknown = [&](const void* p) { return plain_pageable(p, allocations); };
+  std::optional<graph_queries_detail::HostMappings> maps;
+  const auto host_unusable = [&](const void* p) {
+    if (!maps) maps = graph_queries_detail::read_host_mappings();
+    return graph_queries_detail::host_unusable(*maps, p);
+  };
   CaptureAudit found;
   std::string name;
   // A node that cannot be read (a kind of copy this runtime does not describe) is passed over.
@@ -378,27 +435,26 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
         const std::size_t bytes = p.extent.width * std::max<std::size_t>(p.extent.height, 1) *
                                   std::max<std::size_t>(p.extent.depth, 1);
         if (bytes == 0) continue;
-        // A side the copy's kind says is device memory is taken at its word unless nothing
-        // backs it; a side it does not name (cudaMemcpyDefault) that CUDA does not know is
-        // pageable host memory where the host can use it, and device memory that nothing
-        // backs where it cannot.
-        const bool by_default = p.kind == cudaMemcpyDefault;
-        const bool src_device = p.kind == cudaMemcpyDeviceToDevice || p.kind == cudaMemcpyDeviceToHost ||
-                                (by_default && unknown(p.srcPtr.ptr) && graph_queries_detail::host_unusable(p.srcPtr.ptr));
-        const bool dst_device = p.kind == cudaMemcpyDeviceToDevice || p.kind == cudaMemcpyHostToDevice ||
-                                (by_default && unknown(p.dstPtr.ptr) && graph_queries_detail::host_unusable(p.dstPtr.ptr));
-        if (src_device && p.srcArray == nullptr && unknown(p.srcPtr.ptr))
+        // Each side CUDA does not know is judged by the host's map: device memory that nothing
+        // backs where the host cannot use it (whatever the copy's kind says: on systems where
+        // devices reach pageable memory, a device side may be host memory), plain pageable
+        // host memory where the host can and the kind does not name the side as device memory.
+        const bool src_device = p.kind == cudaMemcpyDeviceToDevice || p.kind == cudaMemcpyDeviceToHost;
+        const bool dst_device = p.kind == cudaMemcpyDeviceToDevice || p.kind == cudaMemcpyHostToDevice;
+        const bool src_unknown = p.srcArray == nullptr && unknown(p.srcPtr.ptr);
+        const bool dst_unknown = p.dstArray == nullptr && unknown(p.dstPtr.ptr);
+        const bool src_freed = src_unknown && host_unusable(p.srcPtr.ptr);
+        const bool dst_freed = dst_unknown && host_unusable(p.dstPtr.ptr);
+        if (src_freed)
           found.unbacked = format("memcpy node {}{}: {} bytes from device address {}, which no allocation backs",
                                   i, where, bytes, p.srcPtr.ptr);
-        else if (dst_device && p.dstArray == nullptr && unknown(p.dstPtr.ptr))
+        else if (dst_freed)
           found.unbacked = format("memcpy node {}{}: {} bytes to device address {}, which no allocation backs",
                                   i, where, bytes, p.dstPtr.ptr);
-        else if (!escapes)
-          continue;
-        else if (!src_device && p.srcArray == nullptr && unknown(p.srcPtr.ptr))
+        else if (escapes && !src_device && src_unknown)
           found.pageable = format("memcpy node {}{}: {} bytes from host address {} reads plain pageable host memory",
                                   i, where, bytes, p.srcPtr.ptr);
-        else if (!dst_device && p.dstArray == nullptr && unknown(p.dstPtr.ptr))
+        else if (escapes && !dst_device && dst_unknown)
           found.pageable = format("memcpy node {}{}: {} bytes to host address {} writes plain pageable host memory",
                                   i, where, bytes, p.dstPtr.ptr);
       } else if (cudaGraph_t child = nullptr;

@@ -38,24 +38,13 @@ CUGRAPHS_INLINE std::string instantiate_failure(cudaError_t e, const cudaGraphIn
   }
   // A memset of memory freed since its capture (made and freed inside a Relaxed capture): CUDA
   // refuses it (cudaErrorInvalidValue, measured), naming the node or not.
-  CUGRAPHS_TRY {
-    const auto allocations = graph_allocation_ranges(g, "Graph::instantiate");
-    const auto nodes = p.errNode_out != nullptr ? std::vector{p.errNode_out} : graph_nodes(g, "Graph::instantiate");
-    for (std::size_t i = 0; i < nodes.size(); ++i) {
-      cudaGraphNodeType t{};
-      cudaMemsetParams m{};
-      if (cudaGraphNodeGetType(nodes[i], &t) == cudaSuccess && t == cudaGraphNodeTypeMemset &&
-          cudaGraphMemsetNodeGetParams(nodes[i], &m) == cudaSuccess && plain_pageable(m.dst, allocations)) {
-        why += format("; {} sets device address {}, where no allocation is: memory freed since the memset was "
-                      "captured, or before (a scratch made and freed inside the captured step, which "
-                      "CaptureMode::Relaxed lets through). Allocate it before the capture and keep it as long as "
-                      "the graph, or make it in the step as a cugraphs::DeviceBuffer",
-                      p.errNode_out != nullptr ? std::string("that memset") : format("memset node {}", i), m.dst);
-        break;
-      }
-    }
-  } CUGRAPHS_CATCH_ALL {
-  }
+  if (e == cudaErrorInvalidValue)
+    if (const auto memset = unbacked_memset(g, p.errNode_out))
+      why += format("; {}, where no allocation is: memory freed since the memset was captured, or before (a "
+                    "scratch made and freed inside the captured step, which CaptureMode::Relaxed lets through). "
+                    "Allocate it before the capture and keep it as long as the graph, or make it in the step as a "
+                    "cugraphs::DeviceBuffer",
+                    *memset);
   return detail::format("cugraphs: Graph::instantiate (cudaGraphInstantiateWithParams) failed: {}.{}",
                      why, error_hint(e));
 }
