@@ -6,12 +6,19 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cugraphs/detail/graph_queries.hpp>
 #include <cugraphs/detail/kernel_args.hpp>
 #include <cugraphs/graph.hpp>
+
+#if defined(__linux__)
+#  include <sys/mman.h>
+#  include <unistd.h>
+#endif
 
 #include <bit>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 #include <optional>
 #include <span>
 #include <string>
@@ -371,4 +378,32 @@ TEST_CASE("verify_replay's comparison: bitwise by default, floating-point state 
   CHECK(contains(*difference(std::vector<Rgb>{{1, 2, 3}}, std::vector<Rgb>{{1, 2, 0xff}}),
                  "1 x 3-byte element at 0x1000): 1 of 1 differ bitwise; the first, element 0: replay bytes 01 02 "
                  "03, eager bytes 01 02 ff"));
+}
+
+TEST_CASE("The freed-memory check's view of the host: no-access and unmapped addresses are unusable, the stack, "
+          "the heap and read-only mappings are not",
+          "[escapes][host]") {
+#if defined(__linux__)
+  using cugraphs::detail::host_unusable;
+  const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
+  // Address space reserved with no access, as the CUDA driver reserves device memory's.
+  void* reserved = mmap(nullptr, 4 * page, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+  REQUIRE(reserved != MAP_FAILED);
+  auto* bytes = static_cast<std::byte*>(reserved);
+  CHECK(host_unusable(bytes + page + 3));
+  // Made readable: usable.
+  REQUIRE(mprotect(bytes + page, page, PROT_READ) == 0);
+  CHECK_FALSE(host_unusable(bytes + page + 3));
+  CHECK(host_unusable(bytes + 2 * page));  // its neighbour still grants nothing
+  // Unmapped: unusable.
+  REQUIRE(munmap(reserved, 4 * page) == 0);
+  CHECK(host_unusable(bytes + page + 3));
+  int on_stack = 0;
+  const auto on_heap = std::make_unique<int>(0);
+  CHECK_FALSE(host_unusable(&on_stack));
+  CHECK_FALSE(host_unusable(on_heap.get()));
+  CHECK(host_unusable(nullptr));  // page zero is never mapped
+#else
+  SKIP("the map of the process is read on Linux only");
+#endif
 }

@@ -111,6 +111,11 @@ bool hold_graph_allocations(const void* owner, cudaGraph_t g) noexcept;
 void release_graph_allocations(const void* owner) noexcept;
 [[nodiscard]] bool held_graph_allocation(const void* p) noexcept;
 
+// Whether the host cannot use `p`: on Linux, no mapping of this process holds it, or the one
+// that does grants no access (where the CUDA driver keeps device address space, freed or not:
+// tools/diagnostics/freed_mapping.cu); false where the map cannot be read or elsewhere.
+[[nodiscard]] bool host_unusable(const void* p) noexcept;
+
 // Whether `p` is plain pageable host memory (CUDA knows it as unregistered) outside every
 // range of `excluded` (a graph's own allocations, not backed yet when a capture has just
 // ended, say the same) and outside the allocations of the graphs cugraphs holds. A query in

@@ -329,6 +329,14 @@ CUGRAPHS_INLINE std::vector<std::pair<std::uintptr_t, std::size_t>> graph_alloca
   return ranges;
 }
 
+CUGRAPHS_INLINE bool host_unusable(const void* p) noexcept {
+  CUGRAPHS_TRY {
+    return graph_queries_detail::host_unusable(graph_queries_detail::read_host_mappings(), p);
+  } CUGRAPHS_CATCH_ALL {
+    return false;
+  }
+}
+
 CUGRAPHS_INLINE bool plain_pageable(const void* p,
                                     std::span<const std::pair<std::uintptr_t, std::size_t>> excluded) noexcept {
   if (p == nullptr) return false;
