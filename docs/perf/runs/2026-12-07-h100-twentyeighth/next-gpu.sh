@@ -15,5 +15,5 @@ C="Escapes: a copy of device memory freed inside the capture*"
 build/tests/test_escapes "$C" -s 2>&1 | grep -E "says:|passed|failed|FAILED" | cut -c1-2500 | tee $L/new-case.log
 compute-sanitizer --report-api-errors no --leak-check full build/tests/test_escapes "$C" >$L/memcheck.log 2>&1; echo "memcheck rc=$?"; tail -2 $L/memcheck.log
 for t in $T; do n=$(basename $t); timeout 120 build/$t >$L/$n.log 2>&1; echo "$n rc=$? $(grep -E '^(All tests passed|test cases:)' $L/$n.log | tail -1)"; done
-s=$SECONDS; tools/run test >$L/test.log 2>&1; echo "test rc=$? $((SECONDS-s)) s"; grep -E "^(Ok|Fail|Skipped|Timeout):|FAIL" $L/test.log
+rm -rf build; s=$SECONDS; tools/run test >$L/test.log 2>&1; echo "test rc=$? $((SECONDS-s)) s"; grep -E "^(Ok|Fail|Skipped|Timeout):|FAIL" $L/test.log
 s=$SECONDS; tools/run demo >$L/demo.log 2>&1; echo "demo rc=$? $((SECONDS-s)) s"; tail -1 $L/demo.log
