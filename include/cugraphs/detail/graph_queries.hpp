@@ -133,11 +133,12 @@ void release_graph_allocations(const void* owner) noexcept;
 // of its child graphs and the bodies of `conditionals`, at any depth (the walk stops at the
 // first pageable or unbacked copy). With `escapes` false (the capture's escape check is off
 // by default, EscapeCheck::Auto outside Global mode) only `unbacked` is looked for.
-//  - `unbacked`: a copy one of whose sides its kind names as device memory, at an address
-//    that nothing backs (not device, host or managed memory, not an allocation of `g`'s own
-//    memory-allocation nodes nor of a graph cugraphs holds): memory freed since the copy was
-//    captured (made and freed inside a Relaxed capture), described. CUDA crashes the
-//    process instantiating such a copy (measured, driver 580).
+//  - `unbacked`: a copy with a side at an address that nothing backs (not device, host or
+//    managed memory, not an allocation of `g`'s own memory-allocation nodes nor of a graph
+//    cugraphs holds, and not memory the host can use: host_unusable), whatever the copy's
+//    kind: memory freed since the copy was captured (made and freed inside a Relaxed
+//    capture), described. CUDA crashes the process instantiating such a copy (measured,
+//    driver 580).
 //  - `pageable`: a copy that reads or writes plain pageable host memory, described.
 //    Addresses a memory-allocation node of `g` or of a graph cugraphs holds hands out count
 //    as device memory (they are not backed yet when a capture has just ended), and so does a

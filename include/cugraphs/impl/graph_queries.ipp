@@ -232,8 +232,8 @@ inline std::pair<std::uintptr_t, std::uintptr_t> thread_stack() noexcept {
 #endif
 }
 
-// This process's mappings that the host can use (read, write or run), from /proc/self/maps,
-// sorted: empty where there is none to read (not Linux). The CUDA driver reserves device
+// This process's mappings that the host can use (read, write or run), from /proc/self/maps:
+// none, and `known` false, where there is none to read (not Linux). The CUDA driver reserves device
 // address space with no access and keeps freed device memory there, while pageable host
 // memory is readable (measured: tools/diagnostics/freed_mapping.cu).
 struct HostMappings {
@@ -352,20 +352,40 @@ CUGRAPHS_INLINE bool plain_pageable(const void* p,
          !held_graph_allocation(p);
 }
 
+namespace graph_queries_detail {
+
+// The addresses a walk of graph `g`'s copies and memsets meets, judged: `unknown` where CUDA
+// knows no memory there and no allocation of `g` or of a graph cugraphs holds lies there
+// (plain pageable host memory, or nothing); `freed` where the host cannot use such an
+// address either (nothing backs it). The process's map is read once, at the first address
+// that needs it.
+class AddressJudge {
+public:
+  explicit AddressJudge(cudaGraph_t g) { (void)try_graph_allocations(g, allocations_); }
+  [[nodiscard]] bool unknown(const void* p) const noexcept { return plain_pageable(p, allocations_); }
+  [[nodiscard]] bool freed(const void* p) { return unknown(p) && host_unusable_known(p); }
+  // For an address already found unknown.
+  [[nodiscard]] bool host_unusable_known(const void* p) {
+    if (!maps_) maps_ = read_host_mappings();
+    return host_unusable(*maps_, p);
+  }
+
+private:
+  Ranges allocations_;
+  std::optional<HostMappings> maps_;
+};
+
+}  // namespace graph_queries_detail
+
 CUGRAPHS_INLINE std::optional<std::string> unbacked_memset(cudaGraph_t g, cudaGraphNode_t failed) noexcept {
   RelaxedCaptureMode relaxed;
   std::optional<std::string> found;
   CUGRAPHS_TRY {
-    graph_queries_detail::Ranges allocations;
-    (void)graph_queries_detail::try_graph_allocations(g, allocations);
-    std::optional<graph_queries_detail::HostMappings> maps;
+    graph_queries_detail::AddressJudge judge(g);
     const auto freed = [&](cudaGraphNode_t node, cudaMemsetParams& m) {
       cudaGraphNodeType t{};
-      if (cudaGraphNodeGetType(node, &t) != cudaSuccess || t != cudaGraphNodeTypeMemset ||
-          cudaGraphMemsetNodeGetParams(node, &m) != cudaSuccess || !plain_pageable(m.dst, allocations))
-        return false;
-      if (!maps) maps = graph_queries_detail::read_host_mappings();
-      return graph_queries_detail::host_unusable(*maps, m.dst);
+      return cudaGraphNodeGetType(node, &t) == cudaSuccess && t == cudaGraphNodeTypeMemset &&
+             cudaGraphMemsetNodeGetParams(node, &m) == cudaSuccess && judge.freed(m.dst);
     };
     const auto walk = [&](const auto& self, cudaGraph_t graph, std::string_view where) -> void {
       std::vector<cudaGraphNode_t> nodes;
@@ -405,18 +425,8 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
     const auto address = reinterpret_cast<std::uintptr_t>(p);
     return gone->first <= address && address < gone->second;
   };
-  // The allocations of g's memory-allocation nodes, found once (those that can be read).
-  graph_queries_detail::Ranges allocations;
-  (void)graph_queries_detail::try_graph_allocations(g, allocations);
-  // Memory CUDA does not know, outside every graph allocation: pageable host memory where
-  // the host can use it, nothing at all (memory freed) where it cannot. The process's map is
-  // read once, at the first such address.
-  const auto unknown = [&](const void* p) { return plain_pageable(p, allocations); };
-  std::optional<graph_queries_detail::HostMappings> maps;
-  const auto host_unusable = [&](const void* p) {
-    if (!maps) maps = graph_queries_detail::read_host_mappings();
-    return graph_queries_detail::host_unusable(*maps, p);
-  };
+  // g's allocations, found once (those that can be read), and the process's map, read once.
+  graph_queries_detail::AddressJudge judge(g);
   CaptureAudit found;
   std::string name;
   // A node that cannot be read (a kind of copy this runtime does not describe) is passed over.
@@ -449,10 +459,10 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
         // host memory where the host can and the kind does not name the side as device memory.
         const bool src_device = p.kind == cudaMemcpyDeviceToDevice || p.kind == cudaMemcpyDeviceToHost;
         const bool dst_device = p.kind == cudaMemcpyDeviceToDevice || p.kind == cudaMemcpyHostToDevice;
-        const bool src_unknown = p.srcArray == nullptr && unknown(p.srcPtr.ptr);
-        const bool dst_unknown = p.dstArray == nullptr && unknown(p.dstPtr.ptr);
-        const bool src_freed = src_unknown && host_unusable(p.srcPtr.ptr);
-        const bool dst_freed = dst_unknown && host_unusable(p.dstPtr.ptr);
+        const bool src_unknown = p.srcArray == nullptr && judge.unknown(p.srcPtr.ptr);
+        const bool dst_unknown = p.dstArray == nullptr && judge.unknown(p.dstPtr.ptr);
+        const bool src_freed = src_unknown && judge.host_unusable_known(p.srcPtr.ptr);
+        const bool dst_freed = dst_unknown && judge.host_unusable_known(p.dstPtr.ptr);
         if (src_freed)
           found.unbacked = format("memcpy node {}{}: {} bytes from device address {}, which no allocation backs",
                                   i, where, bytes, p.srcPtr.ptr);
