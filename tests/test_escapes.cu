@@ -51,6 +51,13 @@ __global__ void adamw(float* w, float* m, float* v, const float* g, std::size_t 
 }
 
 // y = w * x; the backward writes dw = dy * x and dx = dy * w.
+// out[i] = begin[i] * shape.y + tag % 7 for begin + i < end: an end pointer, a pair of ints
+// and a 64-bit integer among a kernel's 8-byte arguments, none of them memory to judge.
+__global__ void spread(float* out, const float* begin, const float* end, int2 shape, long long tag) {
+  const auto i = static_cast<std::ptrdiff_t>(blockIdx.x * blockDim.x + threadIdx.x);
+  if (begin + i < end) out[i] = begin[i] * static_cast<float>(shape.y) + static_cast<float>(tag % 7);
+}
+
 __global__ void scale_forward(float* y, const float* x, const float* w, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) y[i] = w[i] * x[i];
@@ -1362,6 +1369,42 @@ TEST_CASE("Escapes: a DeviceBuffer a graph names that is freed after the capture
 // measured on driver 580), and a kernel writing it wrote freed memory at every replay. And a
 // cudaMemcpyDefault copy of another graph's allocation, not yet backed, was refused as a copy
 // of pageable host memory.
+// A graph captured outside cugraphs (raw CUDA) whose memory-allocation node hands out `n`
+// floats, which `write(made, stream)` writes: to CUDA and to cugraphs, nothing backs them until
+// launch() runs it. Freed, once launched, when it goes.
+class RawAllocatingGraph {
+public:
+  template <class Write>
+  RawAllocatingGraph(std::size_t n, Write write) {
+    cugraphs::check(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal), "begin");
+    cugraphs::check(cudaMallocAsync(reinterpret_cast<void**>(&made_), n * sizeof(float), stream_.get()),
+                    "cudaMallocAsync");
+    write(made_, stream_.get());
+    cugraphs::check(cudaStreamEndCapture(stream_.get(), &graph_), "end");
+    cugraphs::check(cudaGraphInstantiate(&exec_, graph_, 0), "instantiate");
+  }
+  RawAllocatingGraph(const RawAllocatingGraph&) = delete;
+  RawAllocatingGraph& operator=(const RawAllocatingGraph&) = delete;
+  ~RawAllocatingGraph() {
+    if (launched_) (void)cudaFreeAsync(made_, cugraphs::current_stream());
+    (void)cudaDeviceSynchronize();
+    (void)cudaGraphExecDestroy(exec_);
+    (void)cudaGraphDestroy(graph_);
+  }
+  [[nodiscard]] float* made() const noexcept { return made_; }
+  void launch() const {
+    cugraphs::check(cudaGraphLaunch(exec_, cugraphs::current_stream()), "cudaGraphLaunch");
+    launched_ = true;
+  }
+
+private:
+  cugraphs::Stream stream_;
+  cudaGraph_t graph_ = nullptr;
+  cudaGraphExec_t exec_ = nullptr;
+  float* made_ = nullptr;
+  mutable bool launched_ = false;
+};
+
 TEST_CASE("Escapes: a copy of device memory freed inside the capture (a scratch made and destroyed in the step) is "
           "an Error at the end in every mode, not a crash at instantiation; another graph's allocation that has "
           "not run yet is copied from freely",
@@ -1483,15 +1526,8 @@ TEST_CASE("Escapes: a copy of device memory freed inside the capture (a scratch 
   }
   SECTION("an allocation of a graph captured outside cugraphs reads as freed: refused, and EscapeCheck::Off lets "
           "it through") {
-    cugraphs::Stream raw;
-    cudaGraph_t rg = nullptr;
-    cudaGraphExec_t rx = nullptr;
-    float* made = nullptr;
-    cugraphs::check(cudaStreamBeginCapture(raw.get(), cudaStreamCaptureModeThreadLocal), "begin");
-    cugraphs::check(cudaMallocAsync(reinterpret_cast<void**>(&made), n * sizeof(float), raw.get()), "cudaMallocAsync");
-    fill_kernel<<<1, kThreads, 0, raw.get()>>>(made, n, 6.0f);
-    cugraphs::check(cudaStreamEndCapture(raw.get(), &rg), "end");
-    cugraphs::check(cudaGraphInstantiate(&rx, rg, 0), "instantiate");
+    const RawAllocatingGraph raw(n, [&](float* made, cudaStream_t s) { fill_kernel<<<1, kThreads, 0, s>>>(made, n, 6.0f); });
+    float* const made = raw.made();
     const auto copy = [&](cudaStream_t s) {
       cugraphs::check(cudaMemcpyAsync(d.data(), made, d.bytes(), cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
     };
@@ -1503,12 +1539,99 @@ TEST_CASE("Escapes: a copy of device memory freed inside the capture (a scratch 
     CaptureOptions off;
     off.escapes = cugraphs::EscapeCheck::Off;
     cugraphs::capture(consumer, copy, off);
-    cugraphs::check(cudaGraphLaunch(rx, cugraphs::current_stream()), "cudaGraphLaunch");
+    raw.launch();
     consumer.replay();
     CHECK(host(d) == fill(6.0f));
-    cugraphs::check(cudaFreeAsync(made, cugraphs::current_stream()), "cudaFreeAsync of a graph allocation");
-    cugraphs::check(cudaDeviceSynchronize(), "sync");
-    cugraphs::check(cudaGraphExecDestroy(rx), "cudaGraphExecDestroy");
-    cugraphs::check(cudaGraphDestroy(rg), "cudaGraphDestroy");
+  }
+}
+
+TEST_CASE("Escapes: a kernel handed device memory freed inside a Relaxed capture (a cudaMalloc scratch made and "
+          "freed in the step) is an Error at the end, not a silent write at every replay; end pointers, pairs of "
+          "ints, 64-bit integers and graph allocations pass",
+          "[escapes][pool][gpu]") {
+  constexpr std::size_t n = 64;
+  // The program's own data, from cudaMalloc as a ported program has it, and an output drawn
+  // from a memory pool (DeviceBuffer).
+  float* in = nullptr;
+  cugraphs::check(cudaMalloc(&in, n * sizeof(float)), "cudaMalloc");
+  const std::unique_ptr<float, decltype(&cudaFree)> own(in, &cudaFree);
+  DeviceBuffer<float> out(n);
+  ramp_kernel<<<1, kThreads, 0, cugraphs::current_stream()>>>(in, n, 1.0f);
+  put_all(out, -1.0f);
+  const std::vector<float> ramp = host(in, n);
+  CaptureOptions o;
+  o.mode = cugraphs::CaptureMode::Relaxed;
+  SECTION("a cudaMalloc scratch freed before the capture ends, handed to two kernels") {
+    for (const bool off : {false, true}) {
+      INFO("EscapeCheck::Off: " << off);
+      if (off) o.escapes = cugraphs::EscapeCheck::Off;
+      Graph g;
+      {
+        CaptureScope scope(g, o);
+        float* scratch = nullptr;
+        cugraphs::check(cudaMalloc(&scratch, n * sizeof(float)), "cudaMalloc in a Relaxed capture");
+        copy_kernel<<<1, kThreads, 0, scope.stream()>>>(scratch, in, n);
+        copy_kernel<<<1, kThreads, 0, scope.stream()>>>(out.data(), scratch, n);
+        cugraphs::check(cudaFree(scratch), "cudaFree in a Relaxed capture");
+        if (!off) {
+          const auto e = expect_error([&] { scope.end(); });
+          CHECK(e.code() == cudaErrorInvalidValue);
+          CHECK(missing(e.what(), {"Graph::capture_end", "node 0, kernel copy_kernel(",
+                                   "its argument 0 holds device address", "which no allocation backs",
+                                   "thrust::device_vector", "cugraphs::DeviceBuffer"}) == std::vector<std::string>{});
+          std::printf("escapes: capture_end after a kernel wrote a freed scratch says: %s\n", e.what());
+        }
+      }
+      // Off keeps the old behaviour: the graph is made (and not replayed here: it would write
+      // freed memory).
+      CHECK(g.is_instantiated() == off);
+      CHECK_FALSE(g.is_capturing());
+    }
+    CHECK(host(out) == std::vector<float>(n, -1.0f));  // nothing ran
+    // The remedy: the scratch as a DeviceBuffer made in the step, or graph memory.
+    o.escapes = cugraphs::EscapeCheck::Auto;
+    for (const bool graph_memory : {false, true}) {
+      INFO("cudaMallocAsync: " << graph_memory);
+      Graph g;
+      cugraphs::capture(g, [&](cudaStream_t s) {
+        if (graph_memory) {
+          float* scratch = nullptr;
+          cugraphs::check(cudaMallocAsync(reinterpret_cast<void**>(&scratch), n * sizeof(float), s), "cudaMallocAsync");
+          copy_kernel<<<1, kThreads, 0, s>>>(scratch, in, n);
+          copy_kernel<<<1, kThreads, 0, s>>>(out.data(), scratch, n);
+          cugraphs::check(cudaFreeAsync(scratch, s), "cudaFreeAsync");
+        } else {
+          DeviceBuffer<float> scratch(n);
+          copy_kernel<<<1, kThreads, 0, s>>>(scratch.data(), in, n);
+          copy_kernel<<<1, kThreads, 0, s>>>(out.data(), scratch.data(), n);
+        }
+      }, o);
+      g.replay();
+      CHECK(host(out) == ramp);
+      put_all(out, -1.0f);
+    }
+  }
+  SECTION("an end pointer, a pair of ints, 64-bit integers, in a Relaxed capture beside a cudaMalloc and cudaFree") {
+    Graph g;
+    cugraphs::capture(g, [&](cudaStream_t s) {
+      float* unused = nullptr;  // a cudaMalloc and cudaFree in the step that no node names
+      cugraphs::check(cudaMalloc(&unused, 1024), "cudaMalloc in a Relaxed capture");
+      cugraphs::check(cudaFree(unused), "cudaFree in a Relaxed capture");
+      // {1024, 5} and 0x400000100 read as addresses in the reservation memory pools draw from
+      // (tools/diagnostics/freed_mapping.cu), where `out` lies.
+      spread<<<1, kThreads, 0, s>>>(out.data(), in, in + n, int2{1024, 5}, 0x400000100LL);
+    }, o);
+    g.replay();
+    std::vector<float> want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = ramp[i] * 5.0f + static_cast<float>(0x400000100LL % 7);
+    CHECK(host(out) == want);
+  }
+  SECTION("a graph allocation of a graph captured outside cugraphs, not run yet, handed to a kernel") {
+    const RawAllocatingGraph raw(n, [&](float* made, cudaStream_t s) { copy_kernel<<<1, kThreads, 0, s>>>(made, in, n); });
+    Graph consumer;
+    cugraphs::capture(consumer, [&](cudaStream_t s) { copy_kernel<<<1, kThreads, 0, s>>>(out.data(), raw.made(), n); }, o);
+    raw.launch();
+    consumer.replay();
+    CHECK(host(out) == ramp);
   }
 }

@@ -86,6 +86,9 @@ namespace detail {
 [[nodiscard]] std::string pageable_copy_message(std::string_view found);
 // Why a captured copy of device memory that nothing backs (freed) was refused: `found` names it.
 [[nodiscard]] std::string unbacked_copy_message(std::string_view found);
+// Why a kernel of a Relaxed capture handed device memory that nothing backs (freed) was
+// refused: `found` names the kernel, the argument and the address.
+[[nodiscard]] std::string unbacked_kernel_message(std::string_view found);
 
 // Cause and remedy for a CUDA error. `mode` names the capture mode in force, when known.
 [[nodiscard]] std::string error_hint(cudaError_t e, std::string_view mode = {});

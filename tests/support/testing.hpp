@@ -33,10 +33,12 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <initializer_list>
 #include <fstream>
 #include <sstream>
 #include <random>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cugraphs_test {
@@ -64,6 +66,14 @@ inline std::string read_file(const std::string& path) {
 
 inline bool contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
+}
+
+// The parts that `text` lacks (none: it says them all), for one CHECK that prints what is missing.
+inline std::vector<std::string> missing(const std::string& text, std::initializer_list<std::string_view> parts) {
+  std::vector<std::string> out;
+  for (const std::string_view part : parts)
+    if (text.find(part) == std::string::npos) out.emplace_back(part);
+  return out;
 }
 
 // CUGRAPHS_STRESS_SCALE (default 1): how much of their repetitions the long tests run;

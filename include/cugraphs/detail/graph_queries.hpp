@@ -139,6 +139,11 @@ void release_graph_allocations(const void* owner) noexcept;
 //    kind: memory freed since the copy was captured (made and freed inside a Relaxed
 //    capture), described. CUDA crashes the process instantiating such a copy (measured,
 //    driver 580).
+//  - `unbacked_kernel` (with `kernels`: a Relaxed capture, where cudaFree is let through): a
+//    kernel with an 8-byte argument that reads as an address nothing backs, among live
+//    cudaMalloc memory that the graph names (FreedArguments says how it is judged): memory
+//    freed since the kernel was captured, described. Looked for once the walk found no copy to
+//    refuse. Every replay would write it with no error (measured, driver 580).
 //  - `pageable`: a copy that reads or writes plain pageable host memory, described.
 //    Addresses a memory-allocation node of `g` or of a graph cugraphs holds hands out count
 //    as device memory (they are not backed yet when a capture has just ended), and so does a
@@ -153,13 +158,14 @@ void release_graph_allocations(const void* owner) noexcept;
 // no error behind.
 struct CaptureAudit {
   std::optional<std::string> unbacked;
+  std::optional<std::string> unbacked_kernel;
   std::optional<std::string> pageable;
   std::optional<std::string> curand;
   bool curand_seeds = false;
   std::optional<std::string> stack_data;
 };
 [[nodiscard]] CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
-                                         std::uintptr_t gone_below, bool escapes) noexcept;
+                                         std::uintptr_t gone_below, bool escapes, bool kernels) noexcept;
 
 // What a capturing stream will attach its next node to.
 struct CaptureInfo {

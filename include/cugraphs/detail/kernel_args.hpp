@@ -92,6 +92,20 @@ struct KernelParamBytes {
 // None where neither can read them; `runtime` false asks the driver only.
 [[nodiscard]] std::optional<KernelParamBytes> kernel_param_bytes(cudaGraphNode_t node, bool runtime = true);
 
+// Kernel nodes' arguments, read node by node over a walk of a graph, each kernel's layout asked
+// once (a graph runs few kernels many times): as the runtime lays them out, else through the
+// driver (a library's kernel, such as cuBLAS's).
+class ArgumentReader {
+public:
+  // One span a parameter of kernel node `node` into `out` (cleared first), valid until the next
+  // read or until the node changes; false, and none, where neither can read them.
+  bool read(cudaGraphNode_t node, std::vector<std::span<const std::byte>>& out);
+
+private:
+  std::vector<std::pair<const void*, std::optional<std::vector<KernelArgs::Param>>>> layouts_;
+  std::vector<std::vector<std::byte>> blobs_;  // the last driver read's
+};
+
 // What a kernel of cuRAND's host API does to a graph's replays: nothing of note (`none`: not
 // cuRAND's, or a generator that advances on the device), draw the capture's numbers again
 // (`repeats`: a quasi-random (Sobol) generator's position, MT19937's conversion), or seed the

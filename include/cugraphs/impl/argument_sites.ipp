@@ -692,28 +692,17 @@ CUGRAPHS_INLINE void argument_words(void* const* args, std::span<const KernelArg
 
 namespace argument_sites_detail {
 
-// The 8-byte words of kernel nodes' arguments, each kernel's layout asked once (a graph runs
-// few kernels many times).
+// The 8-byte words of kernel nodes' arguments, each kernel's layout asked once (ArgumentReader).
 class KernelWords {
 public:
   void append(cudaGraphNode_t n, std::vector<std::uint64_t>& words) {
-    cudaKernelNodeParams p{};
-    if (cudaGraphKernelNodeGetParams(n, &p) == cudaSuccess && p.func != nullptr && p.extra == nullptr) {
-      auto known = std::ranges::find(layouts_, p.func, &Layout::first);
-      if (known == layouts_.end()) known = layouts_.insert(layouts_.end(), {p.func, KernelArgs::layout(p.func)});
-      if (const auto& layout = known->second; layout && (p.kernelParams != nullptr || layout->empty())) {
-        argument_words(p.kernelParams, *layout, words);
-        return;
-      }
-    }
-    (void)cudaGetLastError();
-    if (const auto blobs = driver_kernel_args(n))  // a library's kernel (cuBLAS's)
-      for (const auto& b : *blobs) append_words(b, words);
+    if (reader_.read(n, params_))
+      for (const auto bytes : params_) append_words(bytes, words);
   }
 
 private:
-  using Layout = std::pair<const void*, std::optional<std::vector<KernelArgs::Param>>>;
-  std::vector<Layout> layouts_;
+  ArgumentReader reader_;
+  std::vector<std::span<const std::byte>> params_;
 };
 
 }  // namespace argument_sites_detail

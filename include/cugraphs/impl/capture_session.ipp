@@ -67,14 +67,19 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   // stack pointers of the capture's begin and end): every replay would hand it a dead frame.
   const std::uintptr_t gone_below = begin_stack != 0 && end_stack != 0 ? std::min(begin_stack, end_stack) : 0;
   // A copy of device memory that nothing backs any more (made and freed inside a Relaxed
-  // capture): CUDA would crash the process instantiating it. Looked for in every mode.
+  // capture): CUDA would crash the process instantiating it. Looked for in every mode. A kernel
+  // handed such memory, in a Relaxed capture (the one mode that lets cudaFree through): every
+  // replay would write freed memory, silently.
   CaptureAudit audit;
-  if (clean && (check_copies || check_backing)) audit = audit_capture(c.graph, frames.made(), gone_below, check_copies);
+  if (clean && (check_copies || check_backing))
+    audit = audit_capture(c.graph, frames.made(), gone_below, check_copies,
+                          check_backing && mode == cudaStreamCaptureModeRelaxed);
   const std::optional<std::string>& unbacked = audit.unbacked;
+  const std::optional<std::string>& unbacked_kernel = audit.unbacked_kernel;
   const std::optional<std::string>& pageable = audit.pageable;
   const std::optional<std::string>& curand = audit.curand;
   const std::optional<std::string>& stack_data = audit.stack_data;
-  clean = clean && !unbacked && !pageable && !curand && !stack_data;
+  clean = clean && !unbacked && !unbacked_kernel && !pageable && !curand && !stack_data;
   // Random numbers drawn before the capture and handed to one of its kernels: every replay
   // would draw the same numbers.
   std::optional<std::pair<std::uint64_t, std::uint64_t>> frozen;
@@ -111,6 +116,7 @@ CUGRAPHS_INLINE Captured CaptureSession::end(std::string_view op) {
   if (watched_escape)
     throw_error(cudaErrorStreamCaptureUnjoined, op, "{}", watched_escape_message(guard_.watched(), guard_.watched_escape()));
   if (unbacked) throw_error(cudaErrorInvalidValue, op, "{}", unbacked_copy_message(*unbacked));
+  if (unbacked_kernel) throw_error(cudaErrorInvalidValue, op, "{}", unbacked_kernel_message(*unbacked_kernel));
   if (pageable) throw_error(cudaErrorInvalidValue, op, "{}", pageable_copy_message(*pageable));
   if (curand) {
     if (audit.curand_seeds)

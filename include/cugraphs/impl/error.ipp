@@ -127,6 +127,21 @@ CUGRAPHS_INLINE std::string unbacked_copy_message(std::string_view found) {
       found);
 }
 
+CUGRAPHS_INLINE std::string unbacked_kernel_message(std::string_view found) {
+  return detail::format(
+      "A kernel in the capture ({}): the memory was freed since the kernel was captured. A scratch container "
+      "made and destroyed inside the captured step (a thrust::device_vector, a cudaMalloc and cudaFree pair, "
+      "which CaptureMode::Relaxed lets through) is gone before the first replay, and every replay would write "
+      "memory that is no longer the step's, with no error: whatever the allocator puts there next, often another "
+      "buffer of the program. The capture is lost. Remedy: allocate scratch before the capture and keep it as "
+      "long as the graph, or make it inside the step as a cugraphs::DeviceBuffer (drawn from the graph's pool, "
+      "which keeps it for the graph) or with cudaMallocAsync on the capture stream (graph memory). Judged in "
+      "Relaxed captures from the kernels' 8-byte arguments, where the address lies among live cudaMalloc memory "
+      "that the graph names: a 64-bit value that is not an address, or an address outside its allocation (other "
+      "than one past its end), can read the same; EscapeCheck::Off lets it through.",
+      found);
+}
+
 CUGRAPHS_INLINE std::string error_hint(cudaError_t e, std::string_view mode) {
   const std::string in_mode =
       mode.empty() ? std::string{} : detail::format(" (the capture ran in CaptureMode::{})", mode);

@@ -16,6 +16,8 @@
 #include <mutex>
 #include <utility>
 
+#include <cuda.h>  // types only: the driver is reached through the runtime's entry points
+
 #if defined(__linux__) && defined(__GLIBC__)
 #  include <pthread.h>
 #  define CUGRAPHS_DETAIL_HAS_STACK_BOUNDS 1
@@ -239,6 +241,7 @@ inline std::pair<std::uintptr_t, std::uintptr_t> thread_stack() noexcept {
 struct HostMappings {
   bool known = false;  // the map was read
   std::vector<std::pair<std::uintptr_t, std::uintptr_t>> usable;
+  std::vector<std::pair<std::uintptr_t, std::uintptr_t>> reserved;  // no access: address space set aside
 };
 inline HostMappings read_host_mappings() {
   HostMappings out;
@@ -251,9 +254,9 @@ inline HostMappings read_host_mappings() {
     const bool at_start = std::exchange(line_start, std::strchr(line, '\n') != nullptr);
     unsigned long long low = 0, high = 0;  // NOLINT(google-runtime-int): %llx
     char access[5] = {};
-    if (at_start && std::sscanf(line, "%llx-%llx %4s", &low, &high, access) == 3 &&
-        std::string_view(access, 3) != "---")
-      out.usable.emplace_back(static_cast<std::uintptr_t>(low), static_cast<std::uintptr_t>(high));
+    if (at_start && std::sscanf(line, "%llx-%llx %4s", &low, &high, access) == 3)
+      (std::string_view(access, 3) != "---" ? out.usable : out.reserved)
+          .emplace_back(static_cast<std::uintptr_t>(low), static_cast<std::uintptr_t>(high));
   }
   (void)std::fclose(maps);
   out.known = true;
@@ -265,6 +268,14 @@ inline HostMappings read_host_mappings() {
 inline bool host_unusable(const HostMappings& maps, const void* p) noexcept {
   const auto address = reinterpret_cast<std::uintptr_t>(p);
   return maps.known && std::ranges::none_of(maps.usable, [&](const auto& m) { return m.first <= address && address < m.second; });
+}
+
+// The no-access mapping that holds `p`, if one does.
+inline std::optional<std::pair<std::uintptr_t, std::uintptr_t>> reservation(const HostMappings& maps,
+                                                                             std::uintptr_t p) noexcept {
+  const auto r = std::ranges::find_if(maps.reserved, [&](const auto& m) { return m.first <= p && p < m.second; });
+  if (r == maps.reserved.end()) return std::nullopt;
+  return *r;
 }
 
 inline bool in_ranges(const Ranges& ranges, const void* p) noexcept {
@@ -365,14 +376,103 @@ public:
   [[nodiscard]] bool unknown(const void* p) const noexcept { return plain_pageable(p, allocations_); }
   [[nodiscard]] bool freed(const void* p) { return unknown(p) && host_unusable_known(p); }
   // For an address already found unknown.
-  [[nodiscard]] bool host_unusable_known(const void* p) {
+  [[nodiscard]] bool host_unusable_known(const void* p) { return host_unusable(maps(), p); }
+  // Whether an allocation of `g` or of a graph cugraphs holds lies at `p`.
+  [[nodiscard]] bool graph_allocated(const void* p) const noexcept {
+    return in_ranges(allocations_, p) || held_graph_allocation(p);
+  }
+  [[nodiscard]] const HostMappings& maps() {
     if (!maps_) maps_ = read_host_mappings();
-    return host_unusable(*maps_, p);
+    return *maps_;
   }
 
 private:
   Ranges allocations_;
   std::optional<HostMappings> maps_;
+};
+
+// Whether `p` lies in memory a memory pool (cudaMallocAsync's, a cudaMemPool_t's) handed out;
+// true where the driver cannot say.
+inline bool pool_memory(std::uintptr_t p) noexcept {
+  using GetAttribute = CUresult (*)(void*, CUpointer_attribute, CUdeviceptr);
+  static const auto get = reinterpret_cast<GetAttribute>(quiet_driver_entry_point("cuPointerGetAttribute", 12000));
+  CUmemoryPool pool = nullptr;
+  return get == nullptr ||
+         (get(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, static_cast<CUdeviceptr>(p)) == CUDA_SUCCESS && pool != nullptr);
+}
+
+// The 8-byte arguments of a Relaxed capture's kernels (pointers among them), gathered over the
+// audit's walk and judged after it. An argument reads as freed memory where CUDA knows no memory
+// there, no allocation of the graph or of a graph cugraphs holds lies there, it is not one past
+// the end of live memory (an end pointer), and it lies in a reservation of CUDA's (a no-access
+// mapping: freed device memory stays in one, measured by tools/diagnostics/freed_mapping.cu)
+// that also holds live memory of cudaMalloc's that the graph names. That last condition keeps
+// out 64-bit values that are not addresses: a pair of ints (a shape {n, 8}) falls in the huge
+// reservation that memory pools draw from, where cudaMalloc's memory does not lie.
+class FreedArguments {
+public:
+  void look(cudaGraphNode_t node, std::size_t index, std::string_view where, const AddressJudge& judge) {
+    if (!reader_.read(node, params_)) return;
+    for (std::size_t k = 0; k < params_.size(); ++k) {
+      if (params_[k].size() != 8) continue;
+      std::uint64_t w = 0;
+      std::memcpy(&w, params_[k].data(), sizeof w);
+      if (w < kLowest || w >= kBeyond) continue;
+      const auto* p = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(w));
+      cudaPointerAttributes a{};
+      if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+        (void)cudaGetLastError();
+        continue;
+      }
+      const auto at = static_cast<std::uintptr_t>(w);
+      if (a.type == cudaMemoryTypeDevice) {
+        if (live_.size() < kMost && (live_.empty() || live_.back() != at) && !judge.graph_allocated(p)) live_.push_back(at);
+      } else if (a.type == cudaMemoryTypeUnregistered && suspects_.size() < kMost &&
+                 std::ranges::find(suspects_, at, &Suspect::at) == suspects_.end() && !judge.graph_allocated(p)) {
+        suspects_.push_back({at, node, index, where, k});
+      }
+    }
+  }
+
+  [[nodiscard]] std::optional<std::string> found(AddressJudge& judge) {
+    if (suspects_.empty() || live_.empty()) return std::nullopt;
+    for (const Suspect& s : suspects_) {
+      const auto room = reservation(judge.maps(), s.at);
+      if (!room || device_memory(s.at - 1, judge)) continue;
+      const bool among_malloc = std::ranges::any_of(live_, [&](std::uintptr_t l) {
+        return room->first <= l && l < room->second && !pool_memory(l);
+      });
+      if (among_malloc)
+        return format("node {}{}, {}: its argument {} holds device address {}, which no allocation backs", s.index,
+                      s.where, describe_node(s.node), s.param, reinterpret_cast<const void*>(s.at));
+    }
+    return std::nullopt;
+  }
+
+private:
+  static constexpr std::uint64_t kLowest = 1ULL << 16;  // below: counts and flags, not addresses
+  static constexpr std::uint64_t kBeyond = 1ULL << 47;  // at and above: not a user address (x86-64, aarch64)
+  static constexpr std::size_t kMost = 4096;
+
+  static bool device_memory(std::uintptr_t p, const AddressJudge& judge) noexcept {
+    cudaPointerAttributes a{};
+    const auto* q = reinterpret_cast<const void*>(p);
+    const bool known = cudaPointerGetAttributes(&a, q) == cudaSuccess && a.type != cudaMemoryTypeUnregistered;
+    (void)cudaGetLastError();
+    return known || judge.graph_allocated(q);
+  }
+
+  struct Suspect {
+    std::uintptr_t at;
+    cudaGraphNode_t node;
+    std::size_t index;
+    std::string_view where;  // a literal of the walk's
+    std::size_t param;
+  };
+  ArgumentReader reader_;
+  std::vector<std::span<const std::byte>> params_;
+  std::vector<Suspect> suspects_;
+  std::vector<std::uintptr_t> live_;
 };
 
 }  // namespace graph_queries_detail
@@ -410,7 +510,7 @@ CUGRAPHS_INLINE std::optional<std::string> unbacked_memset(cudaGraph_t g, cudaGr
 }
 
 CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<ConditionalMade>& conditionals,
-                                           std::uintptr_t gone_below, bool escapes) noexcept {
+                                           std::uintptr_t gone_below, bool escapes, bool kernels) noexcept {
   RelaxedCaptureMode relaxed;  // another capture may be open on this thread or, in Global mode, on others
   // This thread's stack below `gone_below` (frames that returned while the capture was open),
   // read at the first host node: empty where unknown, or where the capture's entry points ran
@@ -427,6 +527,8 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
   };
   // g's allocations, found once (those that can be read), and the process's map, read once.
   graph_queries_detail::AddressJudge judge(g);
+  std::optional<graph_queries_detail::FreedArguments> arguments;
+  if (kernels) arguments.emplace();
   CaptureAudit found;
   std::string name;
   // A node that cannot be read (a kind of copy this runtime does not describe) is passed over.
@@ -438,12 +540,13 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
     for (std::size_t i = 0; i < nodes.size() && !found.pageable && !found.unbacked; ++i) {
       cudaGraphNodeType t{};
       if (cudaGraphNodeGetType(nodes[i], &t) != cudaSuccess) continue;
-      if (t == cudaGraphNodeTypeKernel && escapes) {
-        if (const auto kind = found.curand ? CurandHostKernel::none : curand_host_kernel(nodes[i], name);
+      if (t == cudaGraphNodeTypeKernel) {
+        if (const auto kind = found.curand || !escapes ? CurandHostKernel::none : curand_host_kernel(nodes[i], name);
             kind != CurandHostKernel::none) {
           found.curand = format("kernel node {}{} runs {}", i, where, graph_queries_detail::demangled(name.c_str()));
           found.curand_seeds = kind == CurandHostKernel::seeds;
         }
+        if (arguments) arguments->look(nodes[i], i, where, judge);
       } else if (cudaHostNodeParams h{}; t == cudaGraphNodeTypeHost && escapes) {
         if (!found.stack_data && cudaGraphHostNodeGetParams(nodes[i], &h) == cudaSuccess && on_gone_frame(h.userData))
           found.stack_data = format("host function node {}{} (a cudaLaunchHostFunc) is handed {}", i, where, h.userData);
@@ -490,6 +593,7 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
   };
   CUGRAPHS_TRY {
     walk(walk, g, "");
+    if (arguments && !found.unbacked && !found.pageable) found.unbacked_kernel = arguments->found(judge);
   } CUGRAPHS_CATCH_ALL {
     // Out of memory while describing: whatever was found stands.
   }

@@ -164,6 +164,26 @@ CUGRAPHS_INLINE std::optional<std::vector<std::vector<std::byte>>> driver_kernel
 #endif
 }
 
+CUGRAPHS_INLINE bool ArgumentReader::read(cudaGraphNode_t node, std::vector<std::span<const std::byte>>& out) {
+  out.clear();
+  cudaKernelNodeParams p{};
+  if (cudaGraphKernelNodeGetParams(node, &p) == cudaSuccess && p.func != nullptr && p.extra == nullptr) {
+    auto known = std::ranges::find(layouts_, p.func, &decltype(layouts_)::value_type::first);
+    if (known == layouts_.end()) known = layouts_.insert(layouts_.end(), {p.func, KernelArgs::layout(p.func)});
+    if (const auto& layout = known->second; layout && (p.kernelParams != nullptr || layout->empty())) {
+      for (std::size_t i = 0; i < layout->size(); ++i)
+        out.emplace_back(static_cast<const std::byte*>(p.kernelParams[i]), (*layout)[i].size);
+      return true;
+    }
+  }
+  (void)cudaGetLastError();
+  auto blobs = driver_kernel_args(node);
+  if (!blobs) return false;
+  blobs_ = std::move(*blobs);
+  for (const auto& b : blobs_) out.emplace_back(b.data(), b.size());
+  return true;
+}
+
 CUGRAPHS_INLINE CurandHostKernel curand_host_kernel_kind(std::string_view name) noexcept {
   // _Z<length><base>...: the kernels of cuRAND's generators whose replays repeat
   // (tools/diagnostics/curand_host_capture.cu, H100, CUDA 13.0): the quasi-random (Sobol)
