@@ -50,14 +50,14 @@ __global__ void adamw(float* w, float* m, float* v, const float* g, std::size_t 
   w[i] -= lr * (m_hat / (sqrtf(v_hat) + eps) + weight_decay * w[i]);
 }
 
-// y = w * x; the backward writes dw = dy * x and dx = dy * w.
-// out[i] = begin[i] * shape.y + tag % 7 for begin + i < end: an end pointer, a pair of ints
-// and a 64-bit integer among a kernel's 8-byte arguments, none of them memory to judge.
-__global__ void spread(float* out, const float* begin, const float* end, int2 shape, long long tag) {
+// out[i] = from[i] * shape.y + tag % 7 for from.data() + i < end: a span, an end pointer, a
+// pair of ints and a 64-bit integer among a kernel's arguments, none of them memory to refuse.
+__global__ void spread(float* out, cuda::std::span<const float> from, const float* end, int2 shape, long long tag) {
   const auto i = static_cast<std::ptrdiff_t>(blockIdx.x * blockDim.x + threadIdx.x);
-  if (begin + i < end) out[i] = begin[i] * static_cast<float>(shape.y) + static_cast<float>(tag % 7);
+  if (from.data() + i < end) out[i] = from.data()[i] * static_cast<float>(shape.y) + static_cast<float>(tag % 7);
 }
 
+// y = w * x; the backward writes dw = dy * x and dx = dy * w.
 __global__ void scale_forward(float* y, const float* x, const float* w, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
   if (i < n) y[i] = w[i] * x[i];
@@ -1364,11 +1364,6 @@ TEST_CASE("Escapes: a DeviceBuffer a graph names that is freed after the capture
   CHECK(contains(me.what(), "named by node 0 (memcpy"));
 }
 
-// Before: a Relaxed capture let a scratch made and freed inside the step through; CUDA crashed
-// the process instantiating the copy of it (a segfault in cuGraphInstantiateWithParams,
-// measured on driver 580), and a kernel writing it wrote freed memory at every replay. And a
-// cudaMemcpyDefault copy of another graph's allocation, not yet backed, was refused as a copy
-// of pageable host memory.
 // A graph captured outside cugraphs (raw CUDA) whose memory-allocation node hands out `n`
 // floats, which `write(made, stream)` writes: to CUDA and to cugraphs, nothing backs them until
 // launch() runs it. Freed, once launched, when it goes.
@@ -1377,11 +1372,15 @@ public:
   template <class Write>
   RawAllocatingGraph(std::size_t n, Write write) {
     cugraphs::check(cudaStreamBeginCapture(stream_.get(), cudaStreamCaptureModeThreadLocal), "begin");
-    cugraphs::check(cudaMallocAsync(reinterpret_cast<void**>(&made_), n * sizeof(float), stream_.get()),
-                    "cudaMallocAsync");
-    write(made_, stream_.get());
-    cugraphs::check(cudaStreamEndCapture(stream_.get(), &graph_), "end");
-    cugraphs::check(cudaGraphInstantiate(&exec_, graph_, 0), "instantiate");
+    const cudaError_t made = cudaMallocAsync(reinterpret_cast<void**>(&made_), n * sizeof(float), stream_.get());
+    if (made == cudaSuccess) write(made_, stream_.get());
+    const cudaError_t ended = cudaStreamEndCapture(stream_.get(), &graph_);  // the capture ends whatever failed
+    cugraphs::check(made, "cudaMallocAsync");
+    cugraphs::check(ended, "end");
+    if (const cudaError_t e = cudaGraphInstantiate(&exec_, graph_, 0); e != cudaSuccess) {
+      (void)cudaGraphDestroy(graph_);
+      cugraphs::check(e, "instantiate");
+    }
   }
   RawAllocatingGraph(const RawAllocatingGraph&) = delete;
   RawAllocatingGraph& operator=(const RawAllocatingGraph&) = delete;
@@ -1405,6 +1404,11 @@ private:
   mutable bool launched_ = false;
 };
 
+// Before: a Relaxed capture let a scratch made and freed inside the step through; CUDA crashed
+// the process instantiating the copy of it (a segfault in cuGraphInstantiateWithParams,
+// measured on driver 580), and a kernel writing it wrote freed memory at every replay. And a
+// cudaMemcpyDefault copy of another graph's allocation, not yet backed, was refused as a copy
+// of pageable host memory.
 TEST_CASE("Escapes: a copy of device memory freed inside the capture (a scratch made and destroyed in the step) is "
           "an Error at the end in every mode, not a crash at instantiation; another graph's allocation that has "
           "not run yet is copied from freely",
@@ -1545,9 +1549,16 @@ TEST_CASE("Escapes: a copy of device memory freed inside the capture (a scratch 
   }
 }
 
+// Before: a kernel of a Relaxed capture handed a scratch made and freed inside the step
+// (cudaMalloc and cudaFree; a thrust::device_vector) was captured, instantiated and launched
+// with no error, and wrote freed memory at every replay (measured on driver 580).
+__device__ float twice_of(float x) { return 2.0f * x; }
+__device__ float (*twice_of_address)(float) = twice_of;
+__device__ float device_table[64];
+
 TEST_CASE("Escapes: a kernel handed device memory freed inside a Relaxed capture (a cudaMalloc scratch made and "
           "freed in the step) is an Error at the end, not a silent write at every replay; end pointers, pairs of "
-          "ints, 64-bit integers and graph allocations pass",
+          "ints, 64-bit integers, handles, device symbols and graph allocations pass",
           "[escapes][pool][gpu]") {
   constexpr std::size_t n = 64;
   // The program's own data, from cudaMalloc as a ported program has it, and an output drawn
@@ -1576,9 +1587,10 @@ TEST_CASE("Escapes: a kernel handed device memory freed inside a Relaxed capture
         if (!off) {
           const auto e = expect_error([&] { scope.end(); });
           CHECK(e.code() == cudaErrorInvalidValue);
-          CHECK(missing(e.what(), {"Graph::capture_end", "node 0, kernel copy_kernel(",
-                                   "its argument 0 holds device address", "which no allocation backs",
-                                   "thrust::device_vector", "cugraphs::DeviceBuffer"}) == std::vector<std::string>{});
+          // Node 0, or node 1 where the scratch lies right after `in` (it reads as `in`'s end).
+          CHECK(missing(e.what(), {"Graph::capture_end", "copy_kernel(", "holds device address",
+                                   "which no allocation backs", "thrust::device_vector", "cugraphs::DeviceBuffer"}) ==
+                std::vector<std::string>{});
           std::printf("escapes: capture_end after a kernel wrote a freed scratch says: %s\n", e.what());
         }
       }
@@ -1611,27 +1623,52 @@ TEST_CASE("Escapes: a kernel handed device memory freed inside a Relaxed capture
       put_all(out, -1.0f);
     }
   }
-  SECTION("an end pointer, a pair of ints, 64-bit integers, in a Relaxed capture beside a cudaMalloc and cudaFree") {
-    Graph g;
-    cugraphs::capture(g, [&](cudaStream_t s) {
-      float* unused = nullptr;  // a cudaMalloc and cudaFree in the step that no node names
-      cugraphs::check(cudaMalloc(&unused, 1024), "cudaMalloc in a Relaxed capture");
-      cugraphs::check(cudaFree(unused), "cudaFree in a Relaxed capture");
-      // {1024, 5} and 0x400000100 read as addresses in the reservation memory pools draw from
-      // (tools/diagnostics/freed_mapping.cu), where `out` lies.
-      spread<<<1, kThreads, 0, s>>>(out.data(), in, in + n, int2{1024, 5}, 0x400000100LL);
-    }, o);
-    g.replay();
-    std::vector<float> want(n);
-    for (std::size_t i = 0; i < n; ++i) want[i] = ramp[i] * 5.0f + static_cast<float>(0x400000100LL % 7);
-    CHECK(host(out) == want);
+  SECTION("a span, an end pointer, a pair of ints, 64-bit integers, a conditional handle, a device function's "
+          "address, a device symbol, in a Relaxed capture beside a cudaMalloc and cudaFree") {
+    cudaPointerAttributes end_kind{};
+    cugraphs::check(cudaPointerGetAttributes(&end_kind, in + n), "cudaPointerGetAttributes");
+    std::printf("escapes: one past the end of a %zu-byte cudaMalloc reads as memory type %d\n", n * sizeof(float),
+                static_cast<int>(end_kind.type));
+    float (*function)(float) = nullptr;
+    cugraphs::check(cudaMemcpyFromSymbol(&function, twice_of_address, sizeof function), "cudaMemcpyFromSymbol");
+    void* symbol = nullptr;
+    cugraphs::check(cudaGetSymbolAddress(&symbol, device_table), "cudaGetSymbolAddress");
+    // Values that are not memory to judge: {1024, 5} and 0x400000100 read as addresses in the
+    // reservation memory pools draw from (tools/diagnostics/freed_mapping.cu), where `out` lies.
+    std::vector<long long> tags = {0x400000100LL, static_cast<long long>(reinterpret_cast<std::uintptr_t>(function)),
+                                   static_cast<long long>(reinterpret_cast<std::uintptr_t>(symbol))};
+#if CUGRAPHS_HAS_CONDITIONAL_NODES
+    cudaGraph_t holder = nullptr;
+    cugraphs::check(cudaGraphCreate(&holder, 0), "cudaGraphCreate");
+    const std::unique_ptr<CUgraph_st, decltype(&cudaGraphDestroy)> hold(holder, &cudaGraphDestroy);
+    cudaGraphConditionalHandle handle{};
+    cugraphs::check(cudaGraphConditionalHandleCreate(&handle, holder, 0, 0), "cudaGraphConditionalHandleCreate");
+    tags.push_back(static_cast<long long>(handle));
+#endif
+    for (const long long tag : tags) {
+      std::printf("escapes: a kernel argument of 0x%llx passes\n", static_cast<unsigned long long>(tag));
+      Graph g;
+      cugraphs::capture(g, [&](cudaStream_t s) {
+        float* unused = nullptr;  // a cudaMalloc and cudaFree in the step that no node names
+        cugraphs::check(cudaMalloc(&unused, 1024), "cudaMalloc in a Relaxed capture");
+        cugraphs::check(cudaFree(unused), "cudaFree in a Relaxed capture");
+        spread<<<1, kThreads, 0, s>>>(out.data(), cuda::std::span<const float>(in, n), in + n, int2{1024, 5}, tag);
+      }, o);
+      g.replay();
+      std::vector<float> want(n);
+      for (std::size_t i = 0; i < n; ++i) want[i] = ramp[i] * 5.0f + static_cast<float>(tag % 7);
+      CHECK(host(out) == want);
+    }
   }
-  SECTION("a graph allocation of a graph captured outside cugraphs, not run yet, handed to a kernel") {
+  SECTION("a graph allocation of a graph captured outside cugraphs, not run yet, handed to a kernel beside "
+          "cudaMalloc memory") {
     const RawAllocatingGraph raw(n, [&](float* made, cudaStream_t s) { copy_kernel<<<1, kThreads, 0, s>>>(made, in, n); });
     Graph consumer;
-    cugraphs::capture(consumer, [&](cudaStream_t s) { copy_kernel<<<1, kThreads, 0, s>>>(out.data(), raw.made(), n); }, o);
+    cugraphs::capture(consumer, [&](cudaStream_t s) { twice_plus<<<1, kThreads, 0, s>>>(out.data(), raw.made(), in, n); }, o);
     raw.launch();
     consumer.replay();
-    CHECK(host(out) == ramp);
+    std::vector<float> want(n);
+    for (std::size_t i = 0; i < n; ++i) want[i] = 3.0f * ramp[i];
+    CHECK(host(out) == want);
   }
 }

@@ -14,6 +14,7 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <unordered_set>
 #include <utility>
 
 #include <cuda.h>  // types only: the driver is reached through the runtime's entry points
@@ -401,77 +402,109 @@ inline bool pool_memory(std::uintptr_t p) noexcept {
          (get(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, static_cast<CUdeviceptr>(p)) == CUDA_SUCCESS && pool != nullptr);
 }
 
-// The 8-byte arguments of a Relaxed capture's kernels (pointers among them), gathered over the
-// audit's walk and judged after it. An argument reads as freed memory where CUDA knows no memory
-// there, no allocation of the graph or of a graph cugraphs holds lies there, it is not one past
-// the end of live memory (an end pointer), and it lies in a reservation of CUDA's (a no-access
-// mapping: freed device memory stays in one, measured by tools/diagnostics/freed_mapping.cu)
-// that also holds live memory of cudaMalloc's that the graph names. That last condition keeps
-// out 64-bit values that are not addresses: a pair of ints (a shape {n, 8}) falls in the huge
-// reservation that memory pools draw from, where cudaMalloc's memory does not lie.
+// The end of the allocation that holds `p` (one past its last byte), as the driver records it;
+// 0 where it knows none there or cannot say.
+inline std::uintptr_t allocation_end(std::uintptr_t p) noexcept {
+  using GetRange = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
+  static const auto get = reinterpret_cast<GetRange>(quiet_driver_entry_point("cuMemGetAddressRange", 12000));
+  CUdeviceptr base = 0;
+  std::size_t bytes = 0;
+  if (get == nullptr || get(&base, &bytes, static_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) return 0;
+  return static_cast<std::uintptr_t>(base) + bytes;
+}
+
+// The 8-byte words of a Relaxed capture's kernels' arguments (pointers among them, also inside
+// structures), gathered over the audit's walk and judged after it. A word reads as freed memory
+// where CUDA knows no memory there, no allocation of the graph or of a graph cugraphs holds
+// lies there, it is not the end of an allocation that the same kernel names (an end pointer),
+// and it lies in a reservation of CUDA's (a no-access mapping: freed device memory stays in
+// one, measured by tools/diagnostics/freed_mapping.cu) that also holds live memory of
+// cudaMalloc's that the graph names. That last condition keeps out 64-bit values that are not
+// addresses: a pair of ints (a shape {n, 8}) falls in the huge reservation that memory pools
+// and graph allocations draw from, where cudaMalloc's memory does not lie.
 class FreedArguments {
 public:
-  void look(cudaGraphNode_t node, std::size_t index, std::string_view where, const AddressJudge& judge) {
+  void look(cudaGraphNode_t node, std::size_t index, const char* where, const AddressJudge& judge) {
     if (!reader_.read(node, params_)) return;
-    for (std::size_t k = 0; k < params_.size(); ++k) {
-      if (params_[k].size() != 8) continue;
-      std::uint64_t w = 0;
-      std::memcpy(&w, params_[k].data(), sizeof w);
-      if (w < kLowest || w >= kBeyond) continue;
-      const auto* p = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(w));
-      cudaPointerAttributes a{};
-      if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
-        (void)cudaGetLastError();
-        continue;
+    kernel_.clear();
+    for (std::size_t k = 0; k < params_.size(); ++k)
+      for (std::size_t at = 0; at + 8 <= params_[k].size(); at += 8) {
+        std::uint64_t w = 0;
+        std::memcpy(&w, params_[k].data() + at, sizeof w);
+        if (w < kLowest || w >= kBeyond) continue;
+        const auto* p = reinterpret_cast<const void*>(static_cast<std::uintptr_t>(w));
+        cudaPointerAttributes a{};
+        if (cudaPointerGetAttributes(&a, p) != cudaSuccess) {
+          (void)cudaGetLastError();
+          continue;
+        }
+        if (a.type != cudaMemoryTypeDevice && a.type != cudaMemoryTypeUnregistered) continue;
+        if (judge.graph_allocated(p)) continue;
+        kernel_.push_back({static_cast<std::uintptr_t>(w), k, at, a.type == cudaMemoryTypeDevice, params_[k].size()});
       }
-      const auto at = static_cast<std::uintptr_t>(w);
-      if (a.type == cudaMemoryTypeDevice) {
-        if (live_.size() < kMost && (live_.empty() || live_.back() != at) && !judge.graph_allocated(p)) live_.push_back(at);
-      } else if (a.type == cudaMemoryTypeUnregistered && suspects_.size() < kMost &&
-                 std::ranges::find(suspects_, at, &Suspect::at) == suspects_.end() && !judge.graph_allocated(p)) {
-        suspects_.push_back({at, node, index, where, k});
+    for (const Word& w : kernel_) {
+      if (w.device) {
+        if (live_.size() < kMost) live_.push_back(w.value);
+      } else if (suspects_.size() < kMost && !seen_.contains(w.value) && !ends_named(w.value)) {
+        // An end pointer here may be a suspect in another kernel: only suspects are seen.
+        seen_.insert(w.value);
+        suspects_.push_back({w.value, node, index, where, w.param, w.offset, w.param_bytes});
       }
     }
   }
 
   [[nodiscard]] std::optional<std::string> found(AddressJudge& judge) {
     if (suspects_.empty() || live_.empty()) return std::nullopt;
+    std::ranges::sort(live_);
+    live_.erase(std::unique(live_.begin(), live_.end()), live_.end());
+    // Whether a reservation holds live cudaMalloc memory the graph names, asked once a reservation.
+    std::vector<std::pair<std::uintptr_t, bool>> rooms;
     for (const Suspect& s : suspects_) {
       const auto room = reservation(judge.maps(), s.at);
-      if (!room || device_memory(s.at - 1, judge)) continue;
-      const bool among_malloc = std::ranges::any_of(live_, [&](std::uintptr_t l) {
-        return room->first <= l && l < room->second && !pool_memory(l);
-      });
-      if (among_malloc)
-        return format("node {}{}, {}: its argument {} holds device address {}, which no allocation backs", s.index,
-                      s.where, describe_node(s.node), s.param, reinterpret_cast<const void*>(s.at));
+      if (!room) continue;
+      auto known = std::ranges::find(rooms, room->first, &std::pair<std::uintptr_t, bool>::first);
+      if (known == rooms.end()) {
+        const auto from = std::ranges::lower_bound(live_, room->first);
+        const auto to = std::ranges::lower_bound(live_, room->second);
+        known = rooms.insert(rooms.end(), {room->first, std::any_of(from, to, [](std::uintptr_t l) { return !pool_memory(l); })});
+      }
+      if (!known->second) continue;
+      const std::string inside = s.param_bytes == 8 ? std::string{} : format(" at byte {}", s.offset);
+      return format("node {}{}, {}: its argument {} holds device address {}{}, which no allocation backs", s.index,
+                    s.where, describe_node(s.node), s.param, reinterpret_cast<const void*>(s.at), inside);
     }
     return std::nullopt;
   }
 
 private:
   static constexpr std::uint64_t kLowest = 1ULL << 16;  // below: counts and flags, not addresses
-  static constexpr std::uint64_t kBeyond = 1ULL << 47;  // at and above: not a user address (x86-64, aarch64)
-  static constexpr std::size_t kMost = 4096;
+  static constexpr std::uint64_t kBeyond = 1ULL << 48;  // at and above: no user address (x86-64, aarch64)
+  static constexpr std::size_t kMost = 1 << 16;
 
-  static bool device_memory(std::uintptr_t p, const AddressJudge& judge) noexcept {
-    cudaPointerAttributes a{};
-    const auto* q = reinterpret_cast<const void*>(p);
-    const bool known = cudaPointerGetAttributes(&a, q) == cudaSuccess && a.type != cudaMemoryTypeUnregistered;
-    (void)cudaGetLastError();
-    return known || judge.graph_allocated(q);
-  }
-
+  struct Word {
+    std::uintptr_t value;
+    std::size_t param, offset;
+    bool device;
+    std::size_t param_bytes;
+  };
   struct Suspect {
     std::uintptr_t at;
     cudaGraphNode_t node;
     std::size_t index;
-    std::string_view where;  // a literal of the walk's
-    std::size_t param;
+    const char* where;  // a literal of the walk's
+    std::size_t param, offset, param_bytes;
   };
+
+  // Whether `at` is the end of an allocation that the kernel being read names (an end pointer).
+  [[nodiscard]] bool ends_named(std::uintptr_t at) const noexcept {
+    return std::ranges::any_of(kernel_, [&](const Word& w) { return w.device && w.value < at && allocation_end(w.value) == at; });
+  }
+
   ArgumentReader reader_;
   std::vector<std::span<const std::byte>> params_;
+  std::vector<Word> kernel_;  // the words of the kernel being read that CUDA knows or knows nothing of
   std::vector<Suspect> suspects_;
+  std::unordered_set<std::uintptr_t> seen_;  // the suspects' addresses
   std::vector<std::uintptr_t> live_;
 };
 
@@ -532,7 +565,7 @@ CUGRAPHS_INLINE CaptureAudit audit_capture(cudaGraph_t g, const std::vector<Cond
   CaptureAudit found;
   std::string name;
   // A node that cannot be read (a kind of copy this runtime does not describe) is passed over.
-  const auto walk = [&](const auto& self, cudaGraph_t graph, std::string_view where) -> void {
+  const auto walk = [&](const auto& self, cudaGraph_t graph, const char* where) -> void {
     std::vector<cudaGraphNode_t> nodes;
     if (graph_queries_detail::try_graph_nodes(graph, false, nodes) != cudaSuccess) return;
     // A pageable or unbacked copy is reported before a cuRAND kernel (its Error comes first):
