@@ -381,9 +381,10 @@ TEST_CASE("verify_replay's comparison: bitwise by default, floating-point state 
 }
 
 TEST_CASE("The freed-memory check's view of the host: no-access and unmapped addresses are unusable, the stack, "
-          "the heap and read-only mappings are not",
+          "the heap and read-only mappings are not; only no-access mappings are reservations",
           "[escapes][host]") {
 #if defined(__linux__)
+  using cugraphs::detail::host_reserved;
   using cugraphs::detail::host_unusable;
   const std::size_t page = static_cast<std::size_t>(sysconf(_SC_PAGESIZE));
   // Address space reserved with no access, as the CUDA driver reserves device memory's.
@@ -391,18 +392,25 @@ TEST_CASE("The freed-memory check's view of the host: no-access and unmapped add
   REQUIRE(reserved != MAP_FAILED);
   auto* bytes = static_cast<std::byte*>(reserved);
   CHECK(host_unusable(bytes + page + 3));
+  CHECK(host_reserved(bytes + page + 3));
   // Made readable: usable.
   REQUIRE(mprotect(bytes + page, page, PROT_READ) == 0);
   CHECK_FALSE(host_unusable(bytes + page + 3));
+  CHECK_FALSE(host_reserved(bytes + page + 3));
   CHECK(host_unusable(bytes + 2 * page));  // its neighbour still grants nothing
-  // Unmapped: unusable.
+  CHECK(host_reserved(bytes + 2 * page));
+  // Unmapped: unusable, and no reservation either (a 64-bit value that is no address reads so).
   REQUIRE(munmap(reserved, 4 * page) == 0);
   CHECK(host_unusable(bytes + page + 3));
+  CHECK_FALSE(host_reserved(bytes + page + 3));
   int on_stack = 0;
   const auto on_heap = std::make_unique<int>(0);
   CHECK_FALSE(host_unusable(&on_stack));
   CHECK_FALSE(host_unusable(on_heap.get()));
+  CHECK_FALSE(host_reserved(&on_stack));
+  CHECK_FALSE(host_reserved(on_heap.get()));
   CHECK(host_unusable(nullptr));  // page zero is never mapped
+  CHECK_FALSE(host_reserved(nullptr));
 #else
   SKIP("the map of the process is read on Linux only");
 #endif

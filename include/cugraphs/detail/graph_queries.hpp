@@ -115,6 +115,10 @@ void release_graph_allocations(const void* owner) noexcept;
 // that does grants no access (where the CUDA driver keeps device address space, freed or not:
 // tools/diagnostics/freed_mapping.cu); false where the map cannot be read or elsewhere.
 [[nodiscard]] bool host_unusable(const void* p) noexcept;
+// Whether `p` lies in a mapping of this process that grants no access (address space set
+// aside: where the CUDA driver keeps device memory, live or freed); false where the map
+// cannot be read.
+[[nodiscard]] bool host_reserved(const void* p) noexcept;
 
 // Whether `p` is plain pageable host memory (CUDA knows it as unregistered) outside every
 // range of `excluded` (a graph's own allocations, not backed yet when a capture has just

@@ -349,6 +349,16 @@ CUGRAPHS_INLINE bool host_unusable(const void* p) noexcept {
   }
 }
 
+CUGRAPHS_INLINE bool host_reserved(const void* p) noexcept {
+  CUGRAPHS_TRY {
+    return graph_queries_detail::reservation(graph_queries_detail::read_host_mappings(),
+                                             reinterpret_cast<std::uintptr_t>(p))
+        .has_value();
+  } CUGRAPHS_CATCH_ALL {
+    return false;
+  }
+}
+
 CUGRAPHS_INLINE bool plain_pageable(const void* p,
                                     std::span<const std::pair<std::uintptr_t, std::size_t>> excluded) noexcept {
   if (p == nullptr) return false;
