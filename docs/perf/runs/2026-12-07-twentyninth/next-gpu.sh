@@ -13,6 +13,7 @@ L=$OUT/logs; mkdir -p $L
 trap 'tar czf $OUT/logs.tgz -C $OUT logs' EXIT; trap 'exit 143' TERM
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 nvcc -O2 -arch=sm_90 tools/diagnostics/argument_kinds.cu -o $L/argument_kinds -lcuda && $L/argument_kinds 2>&1 | tee $L/argument_kinds.log
+nvcc -O2 -std=c++20 -arch=sm_90 -DFMT_USE_CONSTEXPR=1 -Iinclude tools/diagnostics/relaxed_audit_cost.cu -o $L/relaxed_audit_cost && $L/relaxed_audit_cost 2>&1 | tee $L/relaxed_audit_cost.log
 rm -rf build
 T="tests/test_escapes tests/test_modes tests/test_curand tests/test_faults tests/test_pools"
 s=$SECONDS; tools/meson-setup build -Dwerror=true >$L/setup.log 2>&1 && ninja -C build $T >$L/build.log 2>&1; echo "build rc=$? $((SECONDS-s)) s"
