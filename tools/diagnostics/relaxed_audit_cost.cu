@@ -3,7 +3,7 @@
 // two integers, ended in Global mode (not searched) and in Relaxed mode (every argument word
 // asked of CUDA), and in Relaxed mode with EscapeCheck::Off (not searched); capture_end alone
 // (instantiation is asked for later and not timed), median of several rounds, in microseconds,
-// with the cost a node of Relaxed over Global. Uses cugraphs.
+// with the check's cost a node (Relaxed over Relaxed with the check off). Uses cugraphs.
 //   nvcc -O2 -std=c++20 -arch=sm_90 -DFMT_USE_CONSTEXPR=1 -Iinclude tools/diagnostics/relaxed_audit_cost.cu \
 //        -o relaxed_audit_cost
 #include <cugraphs/graph.hpp>
