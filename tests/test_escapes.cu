@@ -17,6 +17,7 @@
 #include <memory>
 #include <tuple>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 using namespace cugraphs_test;
@@ -1366,7 +1367,7 @@ TEST_CASE("Escapes: a DeviceBuffer a graph names that is freed after the capture
 
 // A graph captured outside cugraphs (raw CUDA) whose memory-allocation node hands out `n`
 // floats, which `write(made, stream)` writes: to CUDA and to cugraphs, nothing backs them until
-// launch() runs it. Freed, once launched, when it goes.
+// launch() runs it. Freed, once launched, by release() (each call checked) or when it goes.
 class RawAllocatingGraph {
 public:
   template <class Write>
@@ -1385,13 +1386,22 @@ public:
   RawAllocatingGraph(const RawAllocatingGraph&) = delete;
   RawAllocatingGraph& operator=(const RawAllocatingGraph&) = delete;
   ~RawAllocatingGraph() {
+    if (graph_ == nullptr) return;  // released
     if (launched_) (void)cudaFreeAsync(made_, cugraphs::current_stream());
     (void)cudaDeviceSynchronize();
     (void)cudaGraphExecDestroy(exec_);
     (void)cudaGraphDestroy(graph_);
   }
+  // Frees the allocation (once launched) and destroys the graph, checking each call.
+  void release() {
+    if (std::exchange(launched_, false))
+      cugraphs::check(cudaFreeAsync(made_, cugraphs::current_stream()), "cudaFreeAsync of a graph allocation");
+    cugraphs::check(cudaDeviceSynchronize(), "sync");
+    cugraphs::check(cudaGraphExecDestroy(std::exchange(exec_, nullptr)), "cudaGraphExecDestroy");
+    cugraphs::check(cudaGraphDestroy(std::exchange(graph_, nullptr)), "cudaGraphDestroy");
+  }
   [[nodiscard]] float* made() const noexcept { return made_; }
-  void launch() const {
+  void launch() {
     cugraphs::check(cudaGraphLaunch(exec_, cugraphs::current_stream()), "cudaGraphLaunch");
     launched_ = true;
   }
@@ -1401,7 +1411,7 @@ private:
   cudaGraph_t graph_ = nullptr;
   cudaGraphExec_t exec_ = nullptr;
   float* made_ = nullptr;
-  mutable bool launched_ = false;
+  bool launched_ = false;
 };
 
 // Before: a Relaxed capture let a scratch made and freed inside the step through; CUDA crashed
@@ -1530,7 +1540,7 @@ TEST_CASE("Escapes: a copy of device memory freed inside the capture (a scratch 
   }
   SECTION("an allocation of a graph captured outside cugraphs reads as freed: refused, and EscapeCheck::Off lets "
           "it through") {
-    const RawAllocatingGraph raw(n, [&](float* made, cudaStream_t s) { fill_kernel<<<1, kThreads, 0, s>>>(made, n, 6.0f); });
+    RawAllocatingGraph raw(n, [&](float* made, cudaStream_t s) { fill_kernel<<<1, kThreads, 0, s>>>(made, n, 6.0f); });
     float* const made = raw.made();
     const auto copy = [&](cudaStream_t s) {
       cugraphs::check(cudaMemcpyAsync(d.data(), made, d.bytes(), cudaMemcpyDeviceToDevice, s), "cudaMemcpyAsync");
@@ -1546,6 +1556,7 @@ TEST_CASE("Escapes: a copy of device memory freed inside the capture (a scratch 
     raw.launch();
     consumer.replay();
     CHECK(host(d) == fill(6.0f));
+    raw.release();
   }
 }
 
@@ -1662,7 +1673,7 @@ TEST_CASE("Escapes: a kernel handed device memory freed inside a Relaxed capture
   }
   SECTION("a graph allocation of a graph captured outside cugraphs, not run yet, handed to a kernel beside "
           "cudaMalloc memory") {
-    const RawAllocatingGraph raw(n, [&](float* made, cudaStream_t s) { copy_kernel<<<1, kThreads, 0, s>>>(made, in, n); });
+    RawAllocatingGraph raw(n, [&](float* made, cudaStream_t s) { copy_kernel<<<1, kThreads, 0, s>>>(made, in, n); });
     Graph consumer;
     cugraphs::capture(consumer, [&](cudaStream_t s) { twice_plus<<<1, kThreads, 0, s>>>(out.data(), raw.made(), in, n); }, o);
     raw.launch();
@@ -1670,5 +1681,6 @@ TEST_CASE("Escapes: a kernel handed device memory freed inside a Relaxed capture
     std::vector<float> want(n);
     for (std::size_t i = 0; i < n; ++i) want[i] = 3.0f * ramp[i];
     CHECK(host(out) == want);
+    raw.release();
   }
 }
