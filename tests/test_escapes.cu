@@ -58,6 +58,13 @@ __global__ void spread(float* out, cuda::std::span<const float> from, const floa
   if (from.data() + i < end) out[i] = from.data()[i] * static_cast<float>(shape.y) + static_cast<float>(tag % 7);
 }
 
+// out[i] = 2 a[i] for `a` handed indexed from 1 (a pointer one element before its start), as
+// code ported from Fortran or Numerical Recipes has it.
+__global__ void from_one(float* out, const float* a1, std::size_t n) {
+  const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
+  if (i < n) out[i] = 2.0f * a1[i + 1];
+}
+
 // y = w * x; the backward writes dw = dy * x and dx = dy * w.
 __global__ void scale_forward(float* y, const float* x, const float* w, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
@@ -1568,8 +1575,8 @@ __device__ float (*twice_of_address)(float) = twice_of;
 __device__ float device_table[64];
 
 TEST_CASE("Escapes: a kernel handed device memory freed inside a Relaxed capture (a cudaMalloc scratch made and "
-          "freed in the step) is an Error at the end, not a silent write at every replay; end pointers, pairs of "
-          "ints, 64-bit integers, handles, device symbols and graph allocations pass",
+          "freed in the step) is an Error at the end, not a silent write at every replay; end pointers, pointers "
+          "indexed from 1, pairs of ints, 64-bit integers, handles, device symbols and graph allocations pass",
           "[escapes][pool][gpu]") {
   constexpr std::size_t n = 64;
   // The program's own data, from cudaMalloc as a ported program has it, and an output drawn
@@ -1669,6 +1676,31 @@ TEST_CASE("Escapes: a kernel handed device memory freed inside a Relaxed capture
       std::vector<float> want(n);
       for (std::size_t i = 0; i < n; ++i) want[i] = ramp[i] * 5.0f + static_cast<float>(tag % 7);
       CHECK(host(out) == want);
+    }
+  }
+  SECTION("pointers indexed from 1 (`a - 1`) into cudaMalloc memory, in a Relaxed capture beside a cudaMalloc and "
+          "cudaFree") {
+    float* fresh = nullptr;  // 2 MiB: a block of its own, whose bytes before are not another block's
+    cugraphs::check(cudaMalloc(&fresh, std::size_t{1} << 21), "cudaMalloc");
+    const std::unique_ptr<float, decltype(&cudaFree)> own_fresh(fresh, &cudaFree);
+    cugraphs::check(cudaMemcpy(fresh, in, n * sizeof(float), cudaMemcpyDeviceToDevice), "cudaMemcpy");
+    for (const float* a : {static_cast<const float*>(in), static_cast<const float*>(fresh)}) {
+      cudaPointerAttributes before{};
+      cugraphs::check(cudaPointerGetAttributes(&before, a - 1), "cudaPointerGetAttributes");
+      std::printf("escapes: a pointer indexed from 1 (%p) reads as memory type %d\n", static_cast<const void*>(a - 1),
+                  static_cast<int>(before.type));
+      Graph g;
+      cugraphs::capture(g, [&](cudaStream_t s) {
+        float* unused = nullptr;
+        cugraphs::check(cudaMalloc(&unused, 1024), "cudaMalloc in a Relaxed capture");
+        cugraphs::check(cudaFree(unused), "cudaFree in a Relaxed capture");
+        from_one<<<1, kThreads, 0, s>>>(out.data(), a - 1, n);
+      }, o);
+      g.replay();
+      std::vector<float> want(n);
+      for (std::size_t i = 0; i < n; ++i) want[i] = 2.0f * ramp[i];
+      CHECK(host(out) == want);
+      put_all(out, -1.0f);
     }
   }
   SECTION("a graph allocation of a graph captured outside cugraphs, not run yet, handed to a kernel beside "

@@ -142,7 +142,9 @@ int main() {
   describe("its end - 1", word(small) + 255);
   describe("the next cudaMalloc 256 B", word(next));
   describe("one before the 256 B block", word(small) - 4);
+  describe("8 before the next block (1-based)", word(next) - 8);
   describe("cudaMalloc 1 GiB", word(big));
+  describe("8 before the 1 GiB block (1-based)", word(big) - 8);
   describe("its end", word(big) + (std::uint64_t{1} << 30));
   describe("cudaMalloc 256 B freed in a Relaxed capture", word(freed));
   describe("cudaMallocAsync 1 MiB", word(pooled));

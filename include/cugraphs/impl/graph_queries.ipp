@@ -412,22 +412,33 @@ inline bool pool_memory(std::uintptr_t p) noexcept {
          (get(&pool, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, static_cast<CUdeviceptr>(p)) == CUDA_SUCCESS && pool != nullptr);
 }
 
-// The end of the allocation that holds `p` (one past its last byte), as the driver records it;
-// 0 where it knows none there or cannot say.
-inline std::uintptr_t allocation_end(std::uintptr_t p) noexcept {
+// The allocation that holds `p` as the driver records it: its start and its end (one past its
+// last byte); {0, 0} where it knows none there or cannot say.
+inline std::pair<std::uintptr_t, std::uintptr_t> allocation_range(std::uintptr_t p) noexcept {
   using GetRange = CUresult (*)(CUdeviceptr*, std::size_t*, CUdeviceptr);
   static const auto get = reinterpret_cast<GetRange>(quiet_driver_entry_point("cuMemGetAddressRange", 12000));
   CUdeviceptr base = 0;
   std::size_t bytes = 0;
-  if (get == nullptr || get(&base, &bytes, static_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) return 0;
-  return static_cast<std::uintptr_t>(base) + bytes;
+  if (get == nullptr || get(&base, &bytes, static_cast<CUdeviceptr>(p)) != CUDA_SUCCESS) return {0, 0};
+  return {static_cast<std::uintptr_t>(base), static_cast<std::uintptr_t>(base) + bytes};
+}
+inline std::uintptr_t allocation_end(std::uintptr_t p) noexcept { return allocation_range(p).second; }
+
+// Whether an allocation starts in the 64 bytes after `at`, which no allocation holds: `at` is
+// then a pointer moved back from that allocation's start, as for indexing from 1 (`a - 1`) or
+// from a halo, not freed memory. A freed block's own start never reads so: cudaMalloc's blocks
+// are at least 256 bytes apart.
+inline bool just_before_allocation(std::uintptr_t at) noexcept {
+  for (std::uintptr_t ahead = 8; ahead <= 64; ahead += 8)
+    if (const auto [start, end] = allocation_range(at + ahead); end != 0) return start > at;
+  return false;
 }
 
 // The 8-byte words of a Relaxed capture's kernels' arguments (pointers among them, also inside
 // structures), gathered over the audit's walk and judged after it. A word reads as freed memory
 // where CUDA knows no memory there, no allocation of the graph or of a graph cugraphs holds
-// lies there, it is not the end of an allocation that the same kernel names (an end pointer),
-// and it lies in a reservation of CUDA's (a no-access mapping: freed device memory stays in
+// lies there, it is not the end of an allocation that the same kernel names (an end pointer)
+// nor just before the start of one (a pointer indexed from 1), and it lies in a reservation of CUDA's (a no-access mapping: freed device memory stays in
 // one, measured by tools/diagnostics/freed_mapping.cu) that also holds live memory of
 // cudaMalloc's that the graph names. That last condition keeps out 64-bit values that are not
 // addresses: a pair of ints (a shape {n, 8}) falls in the huge reservation that memory pools
@@ -455,7 +466,8 @@ public:
     for (const Word& w : kernel_) {
       if (w.device) {
         if (live_.size() < kMost) live_.push_back(w.value);
-      } else if (suspects_.size() < kMost && !seen_.contains(w.value) && !ends_named(w.value)) {
+      } else if (suspects_.size() < kMost && !seen_.contains(w.value) && !ends_named(w.value) &&
+                 !just_before_allocation(w.value)) {
         // An end pointer here may be a suspect in another kernel: only suspects are seen.
         seen_.insert(w.value);
         suspects_.push_back({w.value, node, index, where, w.param, w.offset, w.param_bytes});
