@@ -100,3 +100,28 @@ TEST_CASE("Error: a sticky error says the context is lost", "[error]") {
   CHECK_FALSE(cugraphs::detail::is_sticky(cudaErrorInvalidValue));
   CHECK_FALSE(contains(cugraphs::detail::cuda_message(cudaErrorInvalidValue, "x"), "context is lost"));
 }
+
+TEST_CASE("Error: memory freed inside the capture: the copy's and the kernel's messages name what was found, the "
+          "cause, the remedies and the way out",
+          "[error][escapes]") {
+  const std::string copy = cugraphs::detail::unbacked_copy_message("memcpy node 1: 256 bytes from device address 0x7f00");
+  const std::string kernel = cugraphs::detail::unbacked_kernel_message(
+      "node 0, kernel copy_kernel(float*, float const*, unsigned long): its argument 0 holds device address 0x7f00");
+  for (const std::string* w : {&copy, &kernel}) {
+    INFO(*w);
+    CHECK(contains(*w, "thrust::device_vector"));
+    CHECK(contains(*w, "cugraphs::DeviceBuffer"));
+    CHECK(contains(*w, "cudaMallocAsync on the capture stream"));
+    CHECK(contains(*w, "EscapeCheck::Off"));
+    CHECK(contains(*w, "the capture is lost") != contains(*w, "The capture is lost"));
+  }
+  CHECK(contains(copy, "(memcpy node 1: 256 bytes from device address 0x7f00)"));
+  CHECK(contains(copy, "crashes the process instantiating"));
+  // A kernel handed such memory is the kernel message's to describe: Relaxed captures refuse it.
+  CHECK_FALSE(contains(copy, "kernel"));
+  CHECK(contains(kernel, "its argument 0 holds device address 0x7f00)"));
+  CHECK(contains(kernel, "every replay would write memory that is no longer the step's"));
+  // What can read as freed though right, so that a user refused wrongly knows why.
+  CHECK(contains(kernel, "a 64-bit value that is not an address"));
+  CHECK(contains(kernel, "one past its end or just before its start"));
+}

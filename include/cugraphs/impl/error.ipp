@@ -118,8 +118,8 @@ CUGRAPHS_INLINE std::string unbacked_copy_message(std::string_view found) {
       "A copy in the capture ({}): the memory was freed since the copy was captured, or before. A scratch "
       "container made and destroyed inside the captured step (a thrust::device_vector, a cudaMalloc and "
       "cudaFree pair: CaptureMode::Relaxed lets them through, other modes refuse the cudaMalloc) is gone "
-      "before the first replay. CUDA crashes the process instantiating such a copy, and a kernel handed that "
-      "memory writes freed memory at every replay with no error; the capture is lost. Remedy: allocate "
+      "before the first replay, and CUDA crashes the process instantiating a copy of it; the capture is lost. "
+      "Remedy: allocate "
       "scratch before the capture and keep it as long as the graph, or make it inside the step as a "
       "cugraphs::DeviceBuffer (drawn from the graph's pool, which keeps it for the graph) or with "
       "cudaMallocAsync on the capture stream (graph memory). An allocation of a graph captured outside "
@@ -138,7 +138,7 @@ CUGRAPHS_INLINE std::string unbacked_kernel_message(std::string_view found) {
       "which keeps it for the graph) or with cudaMallocAsync on the capture stream (graph memory). Judged in "
       "Relaxed captures from the kernels' 8-byte arguments, where the address lies among live cudaMalloc memory "
       "that the graph names: a 64-bit value that is not an address, or an address outside its allocation (other "
-      "than one past its end), can read the same; EscapeCheck::Off lets it through.",
+      "than one past its end or just before its start), can read the same; EscapeCheck::Off lets it through.",
       found);
 }
 
