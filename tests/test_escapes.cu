@@ -58,11 +58,11 @@ __global__ void spread(float* out, cuda::std::span<const float> from, const floa
   if (from.data() + i < end) out[i] = from.data()[i] * static_cast<float>(shape.y) + static_cast<float>(tag % 7);
 }
 
-// out[i] = 2 a[i] for `a` handed indexed from 1 (a pointer one element before its start), as
-// code ported from Fortran or Numerical Recipes has it.
-__global__ void from_one(float* out, const float* a1, std::size_t n) {
+// out[i] = a[i] + b[i] for `a` handed indexed from `first` (a pointer `first` elements before
+// its start: 1 as code ported from Fortran or Numerical Recipes has it).
+__global__ void from_one(float* out, const float* a_first, std::size_t first, const float* b, std::size_t n) {
   const std::size_t i = blockIdx.x * static_cast<std::size_t>(blockDim.x) + threadIdx.x;
-  if (i < n) out[i] = 2.0f * a1[i + 1];
+  if (i < n) out[i] = a_first[i + first] + b[i];
 }
 
 // y = w * x; the backward writes dw = dy * x and dx = dy * w.
@@ -1684,23 +1684,43 @@ TEST_CASE("Escapes: a kernel handed device memory freed inside a Relaxed capture
     cugraphs::check(cudaMalloc(&fresh, std::size_t{1} << 21), "cudaMalloc");
     const std::unique_ptr<float, decltype(&cudaFree)> own_fresh(fresh, &cudaFree);
     cugraphs::check(cudaMemcpy(fresh, in, n * sizeof(float), cudaMemcpyDeviceToDevice), "cudaMemcpy");
-    for (const float* a : {static_cast<const float*>(in), static_cast<const float*>(fresh)}) {
-      cudaPointerAttributes before{};
-      cugraphs::check(cudaPointerGetAttributes(&before, a - 1), "cudaPointerGetAttributes");
-      std::printf("escapes: a pointer indexed from 1 (%p) reads as memory type %d\n", static_cast<const void*>(a - 1),
-                  static_cast<int>(before.type));
-      Graph g;
-      cugraphs::capture(g, [&](cudaStream_t s) {
+    // The kernel names `a` too: the live cudaMalloc memory beside which an unknown word is judged.
+    const auto step = [&](const float* a, std::size_t first) {
+      return [=, &out](cudaStream_t s) {
         float* unused = nullptr;
         cugraphs::check(cudaMalloc(&unused, 1024), "cudaMalloc in a Relaxed capture");
         cugraphs::check(cudaFree(unused), "cudaFree in a Relaxed capture");
-        from_one<<<1, kThreads, 0, s>>>(out.data(), a - 1, n);
-      }, o);
+        from_one<<<1, kThreads, 0, s>>>(out.data(), a - first, first, a, n);
+      };
+    };
+    const auto unknown = [](const void* p) {
+      cudaPointerAttributes k{};
+      cugraphs::check(cudaPointerGetAttributes(&k, p), "cudaPointerGetAttributes");
+      return k.type == cudaMemoryTypeUnregistered;
+    };
+    const auto page = [](const void* p) { return reinterpret_cast<std::uintptr_t>(p) >> 12; };
+    for (const float* a : {static_cast<const float*>(in), static_cast<const float*>(fresh)}) {
+      std::printf("escapes: a pointer indexed from 1 (%p) reads as %s\n", static_cast<const void*>(a - 1),
+                  unknown(a - 1) ? "no memory" : "memory");
+      Graph g;
+      cugraphs::capture(g, step(a, 1), o);
       g.replay();
       std::vector<float> want(n);
       for (std::size_t i = 0; i < n; ++i) want[i] = 2.0f * ramp[i];
       CHECK(host(out) == want);
       put_all(out, -1.0f);
+      // The control: 128 bytes before the start is past the 64 that pass, and is refused
+      // wherever it reads as freed memory beside `a` (no memory, in the no-access reservation
+      // that holds `a`: the same page, host-reserved).
+      const float* far = a - 32;
+      if (unknown(far) && cugraphs::detail::host_reserved(far) && page(far) == page(a)) {
+        Graph refused;
+        const auto e = expect_error([&] { cugraphs::capture(refused, step(a, 32), o); });
+        CHECK(contains(e.what(), "which no allocation backs"));
+        std::printf("escapes: a pointer 128 bytes before its block is refused\n");
+      } else {
+        std::printf("escapes: 128 bytes before the block is not freed-looking memory here; the control is not run\n");
+      }
     }
   }
   SECTION("a graph allocation of a graph captured outside cugraphs, not run yet, handed to a kernel beside "
