@@ -39,6 +39,7 @@
 #include <random>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 namespace cugraphs_test {
@@ -78,6 +79,23 @@ inline std::vector<std::string> missing(const std::string& text, std::initialize
 
 // CUGRAPHS_STRESS_SCALE (default 1): how much of their repetitions the long tests run;
 // the sanitizer runs of tools/gpu-check set 0.01. Call it on the test's own thread.
+// The no-access mapping of this process (a "---p" line of /proc/self/maps: a reservation,
+// such as CUDA keeps its device addresses in) that holds `p`, as {start, end}; {0, 0} where
+// none does or the map cannot be read. The tests' own reading, beside the library's.
+inline std::pair<std::uintptr_t, std::uintptr_t> no_access_mapping(const void* p) {
+  const auto at = reinterpret_cast<std::uintptr_t>(p);
+  std::ifstream maps("/proc/self/maps");
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream in(line);
+    std::uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::string access;
+    if ((in >> std::hex >> lo >> dash >> hi >> access) && dash == '-' && lo <= at && at < hi)
+      return access.starts_with("---") ? std::pair{lo, hi} : std::pair<std::uintptr_t, std::uintptr_t>{0, 0};
+  }
+  return {0, 0};
+}
+
 inline double stress_scale() {
   const char* text = std::getenv("CUGRAPHS_STRESS_SCALE");
   if (text == nullptr || *text == '\0') return 1.0;
