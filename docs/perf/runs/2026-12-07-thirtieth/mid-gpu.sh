@@ -2,7 +2,7 @@
 # The thirtieth session's call, for when device time is short (six starts refused first): the
 # diagnostics and test_escapes prebuilt here (out/pk: argument_kinds, relaxed_audit_cost,
 # test_escapes, and test_escapes_old: abb1136 with the new test; both
-# built at b489e2d or later), the two freed-memory
+# built at 31c7331 or later), the two freed-memory
 # cases with their messages, the old library's run of the new case,
 # then the README's test command from a clean copy, then memcheck, the audit's cost and the
 # whole test_escapes. About 400 s with a warm start.
