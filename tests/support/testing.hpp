@@ -77,8 +77,6 @@ inline std::vector<std::string> missing(const std::string& text, std::initialize
   return out;
 }
 
-// CUGRAPHS_STRESS_SCALE (default 1): how much of their repetitions the long tests run;
-// the sanitizer runs of tools/gpu-check set 0.01. Call it on the test's own thread.
 // The no-access mapping of this process (a "---p" line of /proc/self/maps: a reservation,
 // such as CUDA keeps its device addresses in) that holds `p`, as {start, end}; {0, 0} where
 // none does or the map cannot be read. The tests' own reading, beside the library's.
@@ -96,6 +94,8 @@ inline std::pair<std::uintptr_t, std::uintptr_t> no_access_mapping(const void* p
   return {0, 0};
 }
 
+// CUGRAPHS_STRESS_SCALE (default 1): how much of their repetitions the long tests run;
+// the sanitizer runs of tools/gpu-check set 0.01. Call it on the test's own thread.
 inline double stress_scale() {
   const char* text = std::getenv("CUGRAPHS_STRESS_SCALE");
   if (text == nullptr || *text == '\0') return 1.0;
