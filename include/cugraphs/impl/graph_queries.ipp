@@ -438,11 +438,12 @@ inline bool just_before_allocation(std::uintptr_t at) noexcept {
 // structures), gathered over the audit's walk and judged after it. A word reads as freed memory
 // where CUDA knows no memory there, no allocation of the graph or of a graph cugraphs holds
 // lies there, it is not the end of an allocation that the same kernel names (an end pointer)
-// nor just before the start of one (a pointer indexed from 1), and it lies in a reservation of CUDA's (a no-access mapping: freed device memory stays in
-// one, measured by tools/diagnostics/freed_mapping.cu) that also holds live memory of
-// cudaMalloc's that the graph names. That last condition keeps out 64-bit values that are not
-// addresses: a pair of ints (a shape {n, 8}) falls in the huge reservation that memory pools
-// and graph allocations draw from, where cudaMalloc's memory does not lie.
+// nor just before the start of one (a pointer indexed from 1), and it lies in a reservation of
+// CUDA's (a no-access mapping: freed device memory stays in one, measured by
+// tools/diagnostics/freed_mapping.cu) that also holds live memory of cudaMalloc's that the
+// graph names. That last condition keeps out 64-bit values that are not addresses: a pair of
+// ints (a shape {n, 8}) falls in the huge reservation that memory pools and graph allocations
+// draw from, where cudaMalloc's memory does not lie.
 class FreedArguments {
 public:
   void look(cudaGraphNode_t node, std::size_t index, const char* where, const AddressJudge& judge) {
@@ -467,7 +468,7 @@ public:
       if (w.device) {
         if (live_.size() < kMost) live_.push_back(w.value);
       } else if (suspects_.size() < kMost && !seen_.contains(w.value) && !ends_named(w.value) &&
-                 !just_before_allocation(w.value)) {
+                 !before_start(w.value)) {
         // An end pointer here may be a suspect in another kernel: only suspects are seen.
         seen_.insert(w.value);
         suspects_.push_back({w.value, node, index, where, w.param, w.offset, w.param_bytes});
@@ -522,11 +523,21 @@ private:
     return std::ranges::any_of(kernel_, [&](const Word& w) { return w.device && w.value < at && allocation_end(w.value) == at; });
   }
 
+  // just_before_allocation, asked once a word (up to 8 driver calls; a pointer indexed from 1
+  // is often handed to every kernel of a step). It does not depend on the kernel.
+  [[nodiscard]] bool before_start(std::uintptr_t at) {
+    if (before_.contains(at)) return true;
+    if (!just_before_allocation(at)) return false;
+    before_.insert(at);
+    return true;
+  }
+
   ArgumentReader reader_;
   std::vector<std::span<const std::byte>> params_;
   std::vector<Word> kernel_;  // the words of the kernel being read that CUDA knows or knows nothing of
   std::vector<Suspect> suspects_;
-  std::unordered_set<std::uintptr_t> seen_;  // the suspects' addresses
+  std::unordered_set<std::uintptr_t> seen_;    // the suspects' addresses
+  std::unordered_set<std::uintptr_t> before_;  // words found just before an allocation's start
   std::vector<std::uintptr_t> live_;
 };
 
